@@ -1,0 +1,43 @@
+# The README's commands. Every target creates the virtual environment first if it is missing.
+PYTHON ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+
+.PHONY: venv test lint typecheck serve bench build validate clean
+
+venv: $(STAMP)
+
+$(STAMP): pyproject.toml
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	touch $(STAMP)
+
+## Run every check CI runs: lint, type check, tests.
+test: venv lint typecheck
+	$(BIN)/python -m pytest
+
+lint: venv
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+
+typecheck: venv
+	$(BIN)/mypy
+
+## Start the local API (moto + local gateway) with a seeded demo workspace.
+serve: venv
+	$(BIN)/agent-knowledge serve
+
+bench: venv
+	$(BIN)/python -m bench
+
+## Validate the template (cfn-lint) and build the deployable bundle (needs a python3.12 on PATH).
+validate: venv
+	$(BIN)/cfn-lint template.yaml
+
+build: validate
+	PYENV_VERSION=3.12.1 $(BIN)/sam build
+
+clean:
+	rm -rf $(VENV) .aws-sam .pytest_cache .mypy_cache .ruff_cache

@@ -1,0 +1,31 @@
+"""POST /agent-api/v1/workspaces/{route}/knowledge/read — answers 501 until its issue lands."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from aws_lambda_powertools.event_handler import Response
+from aws_lambda_powertools.logging import correlation_paths
+
+from agent_knowledge.dependencies import Dependencies, default_dependencies
+from agent_knowledge.errors import NotImplementedYet
+from agent_knowledge.http import create_app, header, resolve
+from agent_knowledge.identity import revalidate
+from agent_knowledge.observability import logger, metrics, traced
+
+app = create_app()
+
+
+@app.post("/agent-api/v1/workspaces/<route>/knowledge/read")
+def read(route: str) -> Response:
+    deps: Dependencies = app.context["deps"]
+    revalidate(deps.repositories, header(app.current_event.raw_event, "authorization"), route, deps.clock())
+    raise NotImplementedYet()
+
+
+@logger.inject_lambda_context(correlation_id_path=correlation_paths.API_GATEWAY_HTTP)
+@traced
+@metrics.log_metrics
+def lambda_handler(event: dict[str, Any], context: Any, deps: Dependencies | None = None) -> dict[str, Any]:
+    metrics.add_metric(name="ReadRequests", unit="Count", value=1)
+    return resolve(app, event, context, deps=deps or default_dependencies())

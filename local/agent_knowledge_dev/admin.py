@@ -1,0 +1,94 @@
+"""Administrative operations (what the platform does around the protocol): issue and revoke
+sessions, register clients, routes and knowledge bases. Used by the CLI, the demo seed and tests.
+"""
+
+from __future__ import annotations
+
+import secrets
+import time
+import uuid
+
+from agent_knowledge.records import (
+    AgentClientSettings,
+    AudiencePolicy,
+    ClientRecord,
+    KnowledgeBaseRecord,
+    KnowledgeConfig,
+    Principal,
+    RouteRecord,
+    SessionRecord,
+)
+from agent_knowledge.repositories import Repositories
+from agent_knowledge.repositories.sessions import hash_token
+
+DEFAULT_SESSION_TTL = 3600
+
+
+def issue_session(
+    repositories: Repositories,
+    *,
+    client_app_id: str,
+    routes: list[str],
+    principal: Principal | None,
+    on_behalf_of: str | None = None,
+    ttl_seconds: int = DEFAULT_SESSION_TTL,
+    access_token: str | None = None,
+    now: float | None = None,
+) -> tuple[SessionRecord, str]:
+    """Create a session and return it with its access token (shown once, stored only as a hash)."""
+    if ttl_seconds <= 0:
+        raise ValueError("ttl must be a positive number of seconds")
+    issued = int(now if now is not None else time.time())
+    token = access_token or secrets.token_urlsafe(32)
+    record = SessionRecord(
+        token_hash=hash_token(token),
+        session_id=f"ses_{uuid.uuid4().hex}",
+        client_app_id=client_app_id,
+        principal=principal,
+        on_behalf_of=on_behalf_of,
+        allowed_routes=list(dict.fromkeys(routes)),
+        expires_at=issued + ttl_seconds,
+        access_token_expires_at=issued + ttl_seconds,
+        created_at=issued,
+    )
+    repositories.sessions.put(record)
+    return record, token
+
+
+def put_client(repositories: Repositories, client_app_id: str, routes: list[str], enabled: bool = True) -> ClientRecord:
+    record = ClientRecord(client_app_id=client_app_id, enabled=enabled, allowed_routes=list(dict.fromkeys(routes)))
+    repositories.clients.put(record)
+    return record
+
+
+def put_route(
+    repositories: Repositories,
+    route: str,
+    knowledge: KnowledgeConfig,
+    *,
+    audience: AudiencePolicy | None = None,
+    enabled: bool = True,
+    agent_client_enabled: bool = True,
+    instructions: str = "",
+) -> RouteRecord:
+    record = RouteRecord(
+        route=route,
+        enabled=enabled,
+        agent_client=AgentClientSettings(enabled=agent_client_enabled),
+        audience=audience,
+        knowledge=knowledge,
+        instructions=instructions,
+    )
+    repositories.routes.put(record)
+    return record
+
+
+def create_knowledge_base(
+    repositories: Repositories, kb_id: str, name: str = "", enabled: bool = True
+) -> KnowledgeBaseRecord:
+    existing = repositories.knowledge_bases.get(kb_id)
+    if existing is not None:
+        return existing
+    record = KnowledgeBaseRecord(kb_id=kb_id, name=name or kb_id, enabled=enabled)
+    repositories.knowledge_bases.put(record)
+    return record

@@ -1,0 +1,94 @@
+"""Create the template's tables, bucket and secret in a moto backend, and the matching environment.
+
+Works against in-process moto (`mock_aws`) in tests and against a moto server (`AWS_ENDPOINT_URL`)
+for `agent-knowledge serve`. Physical names are derived from logical ids, so they are stable.
+"""
+
+from __future__ import annotations
+
+import secrets
+from collections.abc import Callable
+from typing import Any
+
+from agent_knowledge_dev.template import environment_variables, resources_of_type, template
+
+SERVER_TOKEN_SECRET_NAME = "agent-knowledge/server-token"
+LOCAL_PARAMETERS = {"RunTtlSeconds": "86400"}
+
+
+def table_name(logical_id: str) -> str:
+    return logical_id
+
+
+def bucket_name(logical_id: str) -> str:
+    return f"agent-knowledge-{logical_id.lower()}"
+
+
+def _create_table(dynamodb: Any, logical_id: str, properties: dict[str, Any]) -> None:
+    request: dict[str, Any] = {
+        "TableName": table_name(logical_id),
+        "AttributeDefinitions": properties["AttributeDefinitions"],
+        "KeySchema": properties["KeySchema"],
+        "BillingMode": properties.get("BillingMode", "PAY_PER_REQUEST"),
+    }
+    if properties.get("GlobalSecondaryIndexes"):
+        request["GlobalSecondaryIndexes"] = properties["GlobalSecondaryIndexes"]
+    dynamodb.create_table(**request)
+    ttl = properties.get("TimeToLiveSpecification")
+    if ttl and ttl.get("Enabled"):
+        dynamodb.update_time_to_live(
+            TableName=table_name(logical_id),
+            TimeToLiveSpecification={"AttributeName": ttl["AttributeName"], "Enabled": True},
+        )
+
+
+def create_stack(client: Callable[[str], Any], server_token: str | None = None) -> dict[str, str]:
+    """Create what is missing; return the environment the functions run with.
+
+    `client(service)` returns a boto3 client pointed at the moto backend.
+    """
+    dynamodb = client("dynamodb")
+    s3 = client("s3")
+    secretsmanager = client("secretsmanager")
+
+    existing_tables = set(dynamodb.list_tables().get("TableNames", []))
+    for logical_id, resource in resources_of_type("AWS::DynamoDB::Table").items():
+        if table_name(logical_id) not in existing_tables:
+            _create_table(dynamodb, logical_id, resource["Properties"])
+
+    existing_buckets = {b["Name"] for b in s3.list_buckets().get("Buckets", [])}
+    for logical_id, resource in resources_of_type("AWS::S3::Bucket").items():
+        name = bucket_name(logical_id)
+        if name not in existing_buckets:
+            s3.create_bucket(Bucket=name)
+            versioning = resource["Properties"].get("VersioningConfiguration")
+            if versioning:
+                s3.put_bucket_versioning(Bucket=name, VersioningConfiguration=versioning)
+
+    try:
+        secret_arn = secretsmanager.describe_secret(SecretId=SERVER_TOKEN_SECRET_NAME)["ARN"]
+    except secretsmanager.exceptions.ResourceNotFoundException:
+        secret_arn = secretsmanager.create_secret(
+            Name=SERVER_TOKEN_SECRET_NAME, SecretString=server_token or secrets.token_urlsafe(48)
+        )["ARN"]
+
+    return resolve_environment({"ServerTokenSecretArn": secret_arn, **LOCAL_PARAMETERS})
+
+
+def resolve_environment(parameters: dict[str, str]) -> dict[str, str]:
+    """The template's Globals environment with every `Ref` resolved to a local name or parameter."""
+    resources = template()["Resources"]
+    resolved = {}
+    for variable, value in environment_variables().items():
+        if isinstance(value, dict) and "Ref" in value:
+            target = value["Ref"]
+            if target in parameters:
+                value = parameters[target]
+            elif resources.get(target, {}).get("Type") == "AWS::DynamoDB::Table":
+                value = table_name(target)
+            elif resources.get(target, {}).get("Type") == "AWS::S3::Bucket":
+                value = bucket_name(target)
+            else:
+                raise ValueError(f"cannot resolve !Ref {target} locally")
+        resolved[variable] = str(value)
+    return resolved

@@ -1,0 +1,27 @@
+"""What a handler needs from the outside world, injectable for tests.
+
+Handlers build the defaults once per container, lazily; tests pass their own instance.
+"""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass, field
+
+from agent_knowledge.clock import Clock, system_clock
+from agent_knowledge.repositories import Repositories, default_repositories
+
+
+@dataclass(frozen=True)
+class Dependencies:
+    repositories: Repositories
+    clock: Clock = field(default=system_clock)
+
+
+@functools.cache
+def default_dependencies() -> Dependencies:
+    return Dependencies(repositories=default_repositories())
+
+
+def reset_dependencies() -> None:
+    default_dependencies.cache_clear()

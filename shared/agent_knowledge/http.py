@@ -1,0 +1,177 @@
+"""HTTP surface shared by every function (DESIGN.md §7).
+
+- every response carries `Cache-Control: no-store` and `Content-Type: application/json`,
+  added to the final result of `app.resolve()` because middleware-added headers do not reach
+  responses produced by exception handlers;
+- errors are `{"error", "message"}`; domain errors are mapped to statuses in one place;
+- bad bodies (non-JSON, not an object, unknown fields, wrong types, over 64 KiB) are
+  `400 invalid_request`, never Powertools' 422;
+- anything unexpected is logged with the request id and answered 500 without details.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+from aws_lambda_powertools.event_handler import APIGatewayHttpResolver, Response
+from pydantic import BaseModel, ValidationError
+
+from agent_knowledge import errors, jsonbytes
+from agent_knowledge.observability import logger
+
+MAX_BODY_BYTES = 64 * 1024
+JSON = "application/json"
+
+STATUS_BY_ERROR: dict[type[errors.KnowledgeError], int] = {
+    errors.InvalidRequest: 400,
+    errors.Unauthorized: 401,
+    errors.WorkspaceNotFound: 404,
+    errors.RunNotFound: 404,
+    errors.RunNotReady: 409,
+    errors.TaskNotActive: 409,
+    errors.ReferenceInvalid: 400,
+    errors.ReferenceExpired: 410,
+    errors.ScopeChanged: 409,
+    errors.KnowledgeChanged: 409,
+    errors.KnowledgeUnavailable: 503,
+    errors.NotImplementedYet: 501,
+}
+
+ModelT = TypeVar("ModelT", bound=BaseModel)
+
+
+def status_of(error: errors.KnowledgeError) -> int:
+    for error_type in type(error).__mro__:
+        if error_type in STATUS_BY_ERROR:
+            return STATUS_BY_ERROR[error_type]
+    return 500
+
+
+def json_response(status: int, body: BaseModel | dict[str, Any], headers: dict[str, str] | None = None) -> Response:
+    return Response(status_code=status, content_type=JSON, body=jsonbytes.dumps(body), headers=headers)
+
+
+def error_response(status: int, code: str, message: str) -> Response:
+    headers = {"WWW-Authenticate": 'Bearer realm="agent-api"'} if status == 401 else None
+    return json_response(status, {"error": code, "message": message}, headers)
+
+
+def _field_message(model: type[BaseModel], error: Any) -> str:
+    """A short message naming the offending field, without echoing request content."""
+    location = [str(part) for part in error.get("loc", ())]
+    if error.get("type") == "extra_forbidden":
+        allowed = ", ".join(model.model_fields)
+        return f"unknown field; allowed fields are: {allowed}"
+    field = ".".join(location) if location else "body"
+    if field.split(".")[0] not in model.model_fields:
+        field = "body"
+    return f"{field}: {error.get('msg', 'invalid value')}"
+
+
+def raw_body(event: dict[str, Any]) -> bytes:
+    body = event.get("body")
+    if body is None:
+        return b""
+    if event.get("isBase64Encoded"):
+        # Cheap bound before decoding: base64 inflates by 4/3.
+        if len(body) > (MAX_BODY_BYTES * 4) // 3 + 4:
+            raise errors.InvalidRequest("request body is larger than 64 KiB")
+        try:
+            return base64.b64decode(body, validate=True)
+        except (binascii.Error, ValueError):
+            raise errors.InvalidRequest("request body is not valid base64") from None
+    return body.encode("utf-8", "surrogatepass")
+
+
+def parse_body(event: dict[str, Any], model: type[ModelT], max_bytes: int = MAX_BODY_BYTES) -> ModelT:
+    data = raw_body(event)
+    if len(data) > max_bytes:
+        raise errors.InvalidRequest(f"request body is larger than {max_bytes // 1024} KiB")
+    if not data.strip():
+        raise errors.InvalidRequest("request body must be a JSON object")
+    try:
+        document = json.loads(data.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError, RecursionError):
+        raise errors.InvalidRequest("request body is not valid UTF-8 JSON") from None
+    if not isinstance(document, dict):
+        raise errors.InvalidRequest("request body must be a JSON object")
+    try:
+        return model.model_validate(document)
+    except ValidationError as exc:
+        raise errors.InvalidRequest(_field_message(model, exc.errors()[0])) from None
+
+
+def header(event: dict[str, Any], name: str) -> str | None:
+    """Case-insensitive header lookup (API Gateway v2 lower-cases names; a person may not)."""
+    headers = event.get("headers") or {}
+    wanted = name.lower()
+    for key, value in headers.items():
+        if key.lower() == wanted:
+            return value
+    return None
+
+
+def register_error_handlers(app: APIGatewayHttpResolver) -> None:
+    @app.exception_handler(errors.KnowledgeError)
+    def _domain_error(error: errors.KnowledgeError) -> Response:
+        status = status_of(error)
+        if status >= 500:
+            logger.warning("request failed", extra={"error_code": error.code, "status": status})
+        else:
+            logger.info("request refused", extra={"error_code": error.code, "status": status})
+        return error_response(status, error.code, error.message)
+
+    @app.not_found
+    def _not_found(_: Exception) -> Response:
+        return error_response(404, "not_found", "no such endpoint")
+
+    @app.exception_handler(Exception)
+    def _unexpected(error: Exception) -> Response:
+        return internal_error(app.lambda_context)
+
+
+def internal_error(context: Any) -> Response:
+    request_id = getattr(context, "aws_request_id", "unknown")
+    logger.exception("unhandled error", extra={"request_id": request_id})
+    return error_response(500, "internal_error", f"internal error (request id {request_id})")
+
+
+def create_app() -> APIGatewayHttpResolver:
+    app = APIGatewayHttpResolver()
+    register_error_handlers(app)
+    return app
+
+
+def _with_required_headers(result: dict[str, Any]) -> dict[str, Any]:
+    headers = result.setdefault("headers", {})
+    headers["Cache-Control"] = "no-store"
+    headers.setdefault("Content-Type", JSON)
+    # Powertools also emits multiValueHeaders for some payload formats; keep them consistent.
+    if "multiValueHeaders" in result and result["multiValueHeaders"] is not None:
+        result["multiValueHeaders"]["Cache-Control"] = ["no-store"]
+    return result
+
+
+def resolve(app: APIGatewayHttpResolver, event: dict[str, Any], context: Any, **app_context: Any) -> dict[str, Any]:
+    """Resolve one event; whatever happens, the result carries the required headers."""
+    try:
+        app.append_context(**app_context)
+        result = app.resolve(event, context)
+    except Exception:  # the resolver itself failed (e.g. an event it cannot parse)
+        response = internal_error(context)
+        result = {
+            "statusCode": response.status_code,
+            "headers": {"Content-Type": JSON},
+            "body": response.body,
+            "isBase64Encoded": False,
+        }
+    finally:
+        app.clear_context()
+    return _with_required_headers(result)
+
+
+HandlerFunction = Callable[[dict[str, Any], Any], dict[str, Any]]

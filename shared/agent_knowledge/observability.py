@@ -1,0 +1,56 @@
+"""Logger, tracer and metrics, created once per container.
+
+Tracing never captures responses (document bodies must stay out of traces); the logger never
+logs request bodies, tokens or references.
+
+The Tracer is created on the first invocation, not at import: importing the X-Ray SDK builds a
+sampler with its own botocore client (~300 ms here), and with `POWERTOOLS_TRACE_DISABLED=true`
+an operator can skip that cost entirely.
+"""
+
+from __future__ import annotations
+
+import functools
+import threading
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from aws_lambda_powertools import Logger, Metrics
+
+if TYPE_CHECKING:
+    from aws_lambda_powertools import Tracer
+
+logger = Logger()
+metrics = Metrics()
+
+_tracer: Tracer | None = None
+_tracer_lock = threading.Lock()
+
+
+def tracer() -> Tracer:
+    global _tracer
+    if _tracer is None:
+        with _tracer_lock:
+            if _tracer is None:
+                from aws_lambda_powertools import Tracer
+
+                # Only AWS SDK calls get subsegments; nothing else is patched.
+                _tracer = Tracer(patch_modules=["botocore"])
+    return _tracer
+
+
+Handler = Callable[..., dict[str, Any]]
+
+
+def traced(handler: Handler) -> Handler:
+    """`tracer.capture_lambda_handler(capture_response=False)`, with the Tracer created lazily."""
+    wrapped: Handler | None = None
+
+    @functools.wraps(handler)
+    def wrapper(event: dict[str, Any], context: Any, **kwargs: Any) -> dict[str, Any]:
+        nonlocal wrapped
+        if wrapped is None:
+            wrapped = tracer().capture_lambda_handler(handler, capture_response=False)
+        return wrapped(event, context, **kwargs)
+
+    return wrapper

@@ -1,0 +1,144 @@
+"""Stored records: what the repositories read from and write to DynamoDB.
+
+These are storage models, not API models; API request/response models live in
+`agent_knowledge.models`.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+Identifier = str
+
+
+class Record(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+
+
+class Principal(Record):
+    id: str = Field(min_length=1)
+    tenant: str | None = None
+    roles: list[str] = Field(default_factory=list)
+    audience: str | None = None
+
+
+class SessionRecord(Record):
+    token_hash: str
+    session_id: str
+    client_app_id: str
+    principal: Principal | None = None
+    on_behalf_of: str | None = None
+    allowed_routes: list[str] = Field(default_factory=list)
+    expires_at: int
+    # The access token may expire before the session it belongs to.
+    access_token_expires_at: int | None = None
+    revoked: bool = False
+    task_required: bool = False
+    created_at: int = 0
+
+
+class ClientRecord(Record):
+    client_app_id: str
+    enabled: bool = True
+    allowed_routes: list[str] = Field(default_factory=list)
+
+
+class AudiencePolicy(Record):
+    enabled: bool = True
+    anonymous: bool = False
+    clients: list[str] | None = None
+    tenants: list[str] | None = None
+    roles: list[str] | None = None
+    principals: list[str] | None = None
+    audiences: list[str] | None = None
+
+
+class SourceConfig(Record):
+    model_config = ConfigDict(extra="forbid")
+
+    kb_id: str = Field(min_length=1)
+    top_k: int | None = Field(default=None, ge=1, le=100)
+    min_score: float | None = Field(default=None, ge=0)
+
+
+class KnowledgeConfig(Record):
+    """A route's whole knowledge configuration; its canonical JSON is part of the scope revision."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    enabled: bool = False
+    sources: list[SourceConfig] = Field(default_factory=list)
+    top_k: int = Field(default=10, ge=1, le=100)
+    min_score: float = Field(default=0.0, ge=0)
+    max_docs: int = Field(default=3, ge=1, le=10)
+
+
+class AgentClientSettings(Record):
+    enabled: bool = False
+
+
+class RouteRecord(Record):
+    route: str
+    enabled: bool = True
+    agent_client: AgentClientSettings = Field(default_factory=AgentClientSettings)
+    audience: AudiencePolicy | None = None
+    knowledge: KnowledgeConfig = Field(default_factory=KnowledgeConfig)
+    instructions: str = ""
+
+
+class KnowledgeBaseRecord(Record):
+    kb_id: str
+    name: str = ""
+    enabled: bool = True
+    # Bumped (conditionally) every time the KB's search index snapshot is rebuilt.
+    generation: int = 0
+
+
+DocumentStatus = Literal["pending", "ready", "error"]
+
+
+class DocumentRecord(Record):
+    kb_id: str
+    doc_id: str
+    source_key: str
+    title: str
+    status: DocumentStatus
+    error_reason: str | None = None
+    revision: str
+    title_sha256: str
+    body_sha256: str
+    body_bytes: int
+    body_key: str
+    chunk_count: int = 0
+    chunk_digests: list[str] = Field(default_factory=list)
+    # Chunk boundaries as [start, end) offsets into the UTF-8 body.
+    chunk_offsets: list[tuple[int, int]] = Field(default_factory=list)
+    created_at: int = 0
+    updated_at: int = 0
+
+
+RunState = Literal["preparing", "context_ready", "completed", "failed", "expired"]
+
+
+class RunRecord(Record):
+    run_id: str
+    session_id: str
+    client_app_id: str
+    route: str
+    state: RunState
+    task_id: str | None = None
+    created_at: int = 0
+    expires_at: int
+
+
+TaskState = Literal["active", "paused", "cancelled"]
+
+
+class TaskRecord(Record):
+    task_id: str
+    state: TaskState
+    members: list[str] = Field(default_factory=list)
+    scope_hash: str
+    expires_at: int

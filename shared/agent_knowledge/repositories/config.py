@@ -1,0 +1,153 @@
+"""Clients, routes, knowledge bases and managed tasks: one config table keyed by `kind#id`."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from botocore.exceptions import ClientError
+from pydantic import BaseModel
+
+from agent_knowledge.errors import KnowledgeUnavailable
+from agent_knowledge.records import ClientRecord, KnowledgeBaseRecord, RouteRecord, TaskRecord
+from agent_knowledge.repositories.dynamo import (
+    from_item,
+    is_conditional_failure,
+    key,
+    storage_errors,
+    to_item,
+)
+
+
+class ConfigRepository:
+    """Generic get/put of one record kind in the config table."""
+
+    kind: str
+    record_type: type[BaseModel]
+    id_field: str
+
+    def __init__(self, dynamodb: Any, table: str) -> None:
+        self._dynamodb = dynamodb
+        self._table = table
+
+    def _pk(self, record_id: str) -> str:
+        return f"{self.kind}#{record_id}"
+
+    def _get(self, record_id: str) -> dict[str, Any] | None:
+        with storage_errors("configuration storage"):
+            response = self._dynamodb.get_item(
+                TableName=self._table, Key=key(pk=self._pk(record_id)), ConsistentRead=True
+            )
+        item = response.get("Item")
+        return from_item(item) if item else None
+
+    def _put(self, record: BaseModel) -> None:
+        values = record.model_dump(mode="json")
+        with storage_errors("configuration storage"):
+            self._dynamodb.put_item(
+                TableName=self._table,
+                Item=to_item({"pk": self._pk(values[self.id_field]), "kind": self.kind, **values}),
+            )
+
+    def _set(self, record_id: str, **changes: Any) -> bool:
+        """Update attributes of an existing record; False when there is no such record."""
+        names = {f"#a{i}": name for i, name in enumerate(changes)}
+        values = to_item({f":v{i}": value for i, value in enumerate(changes.values())})
+        expression = "SET " + ", ".join(f"#a{i} = :v{i}" for i in range(len(changes)))
+        try:
+            with storage_errors("configuration storage"):
+                self._dynamodb.update_item(
+                    TableName=self._table,
+                    Key=key(pk=self._pk(record_id)),
+                    UpdateExpression=expression,
+                    ConditionExpression="attribute_exists(pk)",
+                    ExpressionAttributeNames=names,
+                    ExpressionAttributeValues=values,
+                )
+        except ClientError as exc:
+            if is_conditional_failure(exc):
+                return False
+            raise
+        return True
+
+
+class ClientRepository(ConfigRepository):
+    kind = "client"
+    record_type = ClientRecord
+    id_field = "client_app_id"
+
+    def get(self, client_app_id: str) -> ClientRecord | None:
+        item = self._get(client_app_id)
+        return ClientRecord.model_validate(item) if item else None
+
+    def put(self, record: ClientRecord) -> None:
+        self._put(record)
+
+
+class RouteRepository(ConfigRepository):
+    kind = "route"
+    record_type = RouteRecord
+    id_field = "route"
+
+    def get(self, route: str) -> RouteRecord | None:
+        item = self._get(route)
+        return RouteRecord.model_validate(item) if item else None
+
+    def put(self, record: RouteRecord) -> None:
+        self._put(record)
+
+
+class KnowledgeBaseRepository(ConfigRepository):
+    kind = "kb"
+    record_type = KnowledgeBaseRecord
+    id_field = "kb_id"
+
+    def get(self, kb_id: str) -> KnowledgeBaseRecord | None:
+        item = self._get(kb_id)
+        return KnowledgeBaseRecord.model_validate(item) if item else None
+
+    def get_many(self, kb_ids: list[str]) -> dict[str, KnowledgeBaseRecord]:
+        """Batch read; KBs that do not exist are simply absent from the result."""
+        wanted = list(dict.fromkeys(kb_ids))
+        found: dict[str, KnowledgeBaseRecord] = {}
+        for start in range(0, len(wanted), 100):
+            request = {
+                self._table: {
+                    "Keys": [key(pk=self._pk(kb_id)) for kb_id in wanted[start : start + 100]],
+                    "ConsistentRead": True,
+                }
+            }
+            # BatchGetItem may return UnprocessedKeys under throttling; retry a bounded number of times.
+            for _ in range(5):
+                with storage_errors("configuration storage"):
+                    response = self._dynamodb.batch_get_item(RequestItems=request)
+                for item in response.get("Responses", {}).get(self._table, []):
+                    record = KnowledgeBaseRecord.model_validate(from_item(item))
+                    found[record.kb_id] = record
+                request = response.get("UnprocessedKeys") or {}
+                if not request:
+                    break
+            else:
+                raise KnowledgeUnavailable("configuration storage is temporarily unavailable")
+        return found
+
+    def put(self, record: KnowledgeBaseRecord) -> None:
+        self._put(record)
+
+    def set_enabled(self, kb_id: str, enabled: bool) -> bool:
+        return self._set(kb_id, enabled=enabled)
+
+
+class TaskRepository(ConfigRepository):
+    kind = "task"
+    record_type = TaskRecord
+    id_field = "task_id"
+
+    def get(self, task_id: str) -> TaskRecord | None:
+        item = self._get(task_id)
+        return TaskRecord.model_validate(item) if item else None
+
+    def put(self, record: TaskRecord) -> None:
+        self._put(record)
+
+    def set_state(self, task_id: str, state: str) -> bool:
+        return self._set(task_id, state=state)

@@ -1,0 +1,99 @@
+"""DynamoDB plumbing shared by the repositories: item (de)serialization and error mapping."""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+from collections.abc import Iterator
+from typing import Any
+
+from botocore.exceptions import BotoCoreError, ClientError
+
+from agent_knowledge.errors import KnowledgeUnavailable
+
+# A small (de)serializer for the JSON-like values we store, instead of boto3.dynamodb.types:
+# importing that pulls in all of boto3 and s3transfer, ~100 ms of cold start.
+
+
+def serialize(value: Any) -> dict[str, Any]:
+    if value is None:
+        return {"NULL": True}
+    if isinstance(value, bool):
+        return {"BOOL": value}
+    if isinstance(value, int | float):
+        if isinstance(value, float) and value != value:
+            raise ValueError("NaN cannot be stored")
+        return {"N": repr(value) if isinstance(value, float) else str(value)}
+    if isinstance(value, str):
+        return {"S": value}
+    if isinstance(value, bytes):
+        return {"B": value}
+    if isinstance(value, dict):
+        return {"M": {str(k): serialize(v) for k, v in value.items() if v is not None}}
+    if isinstance(value, list | tuple):
+        return {"L": [serialize(v) for v in value]}
+    raise TypeError(f"cannot store a {type(value).__name__} in DynamoDB")
+
+
+def _number(text: str) -> int | float:
+    try:
+        return int(text)
+    except ValueError:
+        number = float(text)
+        return int(number) if number.is_integer() and "e" not in text.lower() else number
+
+
+def deserialize(value: dict[str, Any]) -> Any:
+    ((kind, data),) = value.items()
+    if kind == "S":
+        return data
+    if kind == "N":
+        return _number(data)
+    if kind == "BOOL":
+        return data
+    if kind == "NULL":
+        return None
+    if kind == "M":
+        return {k: deserialize(v) for k, v in data.items()}
+    if kind == "L":
+        return [deserialize(v) for v in data]
+    if kind == "B":
+        return data if isinstance(data, bytes) else base64.b64decode(data)
+    if kind == "SS":
+        return list(data)
+    if kind == "NS":
+        return [_number(n) for n in data]
+    raise TypeError(f"unsupported DynamoDB type {kind}")
+
+
+def to_item(values: dict[str, Any]) -> dict[str, Any]:
+    """A plain dict (None values dropped) → DynamoDB attribute values."""
+    return {k: serialize(v) for k, v in values.items() if v is not None}
+
+
+def from_item(item: dict[str, Any]) -> dict[str, Any]:
+    return {k: deserialize(v) for k, v in item.items()}
+
+
+def key(**values: str) -> dict[str, Any]:
+    return {k: {"S": v} for k, v in values.items()}
+
+
+def is_conditional_failure(exc: ClientError) -> bool:
+    return exc.response.get("Error", {}).get("Code") == "ConditionalCheckFailedException"
+
+
+@contextlib.contextmanager
+def storage_errors(what: str) -> Iterator[None]:
+    """Turn any storage failure into `KnowledgeUnavailable` without leaking its details.
+
+    Conditional-check failures are re-raised untouched: callers use them for control flow.
+    """
+    try:
+        yield
+    except ClientError as exc:
+        if is_conditional_failure(exc):
+            raise
+        raise KnowledgeUnavailable(f"{what} is temporarily unavailable") from exc
+    except BotoCoreError as exc:
+        raise KnowledgeUnavailable(f"{what} is temporarily unavailable") from exc

@@ -1,0 +1,57 @@
+"""Configuration: one validated model read from environment variables once per container.
+
+Every variable is declared in `template.yaml` (Globals.Function.Environment); there are no
+literal table or bucket names anywhere in the code.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+
+class Settings(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    sessions_table: str = Field(min_length=1)
+    config_table: str = Field(min_length=1)
+    documents_table: str = Field(min_length=1)
+    runs_table: str = Field(min_length=1)
+    bodies_bucket: str = Field(min_length=1)
+    # Secrets Manager id (name or ARN) of the existing server token; references and
+    # cursors are signed with sub-keys derived from it.
+    server_token_secret_id: str = Field(min_length=1)
+    # How long a run stays usable after it is created (DynamoDB TTL removes it later).
+    run_ttl_seconds: int = Field(default=86_400, ge=60)
+
+
+ENVIRONMENT = {
+    "sessions_table": "SESSIONS_TABLE",
+    "config_table": "CONFIG_TABLE",
+    "documents_table": "DOCUMENTS_TABLE",
+    "runs_table": "RUNS_TABLE",
+    "bodies_bucket": "BODIES_BUCKET",
+    "server_token_secret_id": "SERVER_TOKEN_SECRET_ID",
+    "run_ttl_seconds": "RUN_TTL_SECONDS",
+}
+
+
+class ConfigurationError(RuntimeError):
+    """The function is deployed without the environment `template.yaml` declares."""
+
+
+@functools.cache
+def get_settings() -> Settings:
+    values = {field: os.environ[var] for field, var in ENVIRONMENT.items() if var in os.environ}
+    try:
+        return Settings.model_validate(values)
+    except ValidationError as exc:
+        missing = ", ".join(ENVIRONMENT[str(e["loc"][0])] for e in exc.errors() if e["loc"])
+        raise ConfigurationError(f"invalid or missing environment variables: {missing}") from None
+
+
+def reset_settings() -> None:
+    """Forget the cached settings (tests change the environment between cases)."""
+    get_settings.cache_clear()
