@@ -78,7 +78,7 @@ def stack(monkeypatch: pytest.MonkeyPatch) -> Iterator[Stack]:
         for name, value in environment.items():
             monkeypatch.setenv(name, value)
         reset_caches()
-        repositories = Repositories.build(get_settings(), aws.client("dynamodb"))
+        repositories = Repositories.build(get_settings(), aws.client("dynamodb"), s3=lambda: aws.client("s3"))
         yield Stack(environment=environment, repositories=repositories, clock=FakeClock())
     reset_caches()
 

@@ -3,16 +3,19 @@
 from __future__ import annotations
 
 import functools
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 from agent_knowledge import aws
+from agent_knowledge.repositories.bodies import BodyStore
 from agent_knowledge.repositories.config import (
     ClientRepository,
     KnowledgeBaseRepository,
     RouteRepository,
     TaskRepository,
 )
+from agent_knowledge.repositories.documents import DocumentRepository
 from agent_knowledge.repositories.sessions import SessionRepository
 from agent_knowledge.settings import Settings, get_settings
 
@@ -24,21 +27,25 @@ class Repositories:
     routes: RouteRepository
     knowledge_bases: KnowledgeBaseRepository
     tasks: TaskRepository
+    documents: DocumentRepository
+    bodies: BodyStore
 
     @classmethod
-    def build(cls, settings: Settings, dynamodb: Any) -> Repositories:
+    def build(cls, settings: Settings, dynamodb: Any, s3: Callable[[], Any]) -> Repositories:
         return cls(
             sessions=SessionRepository(dynamodb, settings.sessions_table),
             clients=ClientRepository(dynamodb, settings.config_table),
             routes=RouteRepository(dynamodb, settings.config_table),
             knowledge_bases=KnowledgeBaseRepository(dynamodb, settings.config_table),
             tasks=TaskRepository(dynamodb, settings.config_table),
+            documents=DocumentRepository(dynamodb, settings.documents_table),
+            bodies=BodyStore(s3, settings.bodies_bucket),
         )
 
 
 @functools.cache
 def default_repositories() -> Repositories:
-    return Repositories.build(get_settings(), aws.client("dynamodb"))
+    return Repositories.build(get_settings(), aws.client("dynamodb"), s3=lambda: aws.client("s3"))
 
 
 def reset_repositories() -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import base64
 import contextlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from botocore.exceptions import BotoCoreError, ClientError
@@ -84,15 +84,16 @@ def is_conditional_failure(exc: ClientError) -> bool:
 
 
 @contextlib.contextmanager
-def storage_errors(what: str) -> Iterator[None]:
+def storage_errors(what: str, passthrough: Callable[[ClientError], bool] = is_conditional_failure) -> Iterator[None]:
     """Turn any storage failure into `KnowledgeUnavailable` without leaking its details.
 
-    Conditional-check failures are re-raised untouched: callers use them for control flow.
+    Errors `passthrough` accepts (by default conditional-check failures) are re-raised
+    untouched: callers use them for control flow.
     """
     try:
         yield
     except ClientError as exc:
-        if is_conditional_failure(exc):
+        if passthrough(exc):
             raise
         raise KnowledgeUnavailable(f"{what} is temporarily unavailable") from exc
     except BotoCoreError as exc:

@@ -1,0 +1,93 @@
+"""Document bodies in S3, under a key that is immutable per revision.
+
+Each object records the SHA-256 of its bytes in its metadata. Reads are ranged and
+conditional on the ETag recorded at ingest (`IfMatch`), so a page is served from exactly the
+object the document record describes, or not at all.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from botocore.exceptions import ClientError
+
+from agent_knowledge.repositories.dynamo import storage_errors
+
+SHA256_METADATA = "sha256"
+
+
+class BodyMissing(Exception):
+    """The object is gone or no longer the one recorded (deleted, overwritten)."""
+
+
+@dataclass(frozen=True)
+class StoredBody:
+    key: str
+    etag: str
+    size: int
+
+
+def body_key(kb_id: str, doc_id: str, revision: str) -> str:
+    return f"bodies/{kb_id}/{doc_id}/{revision}"
+
+
+def _missing(exc: ClientError) -> bool:
+    error = exc.response.get("Error", {})
+    status = exc.response.get("ResponseMetadata", {}).get("HTTPStatusCode")
+    return error.get("Code") in {"NoSuchKey", "404", "NotFound", "PreconditionFailed", "412"} or status in {404, 412}
+
+
+class BodyStore:
+    """`s3` is a client factory: the S3 client is created on first use, so functions that
+    never read bodies never pay for it."""
+
+    def __init__(self, s3: Callable[[], Any], bucket: str) -> None:
+        self._client_factory = s3
+        self._bucket = bucket
+
+    @property
+    def _s3(self) -> Any:
+        return self._client_factory()
+
+    def put(self, key: str, body: bytes, sha256_hex: str) -> StoredBody:
+        with storage_errors("document storage"):
+            response = self._s3.put_object(
+                Bucket=self._bucket,
+                Key=key,
+                Body=body,
+                ContentType="text/plain; charset=utf-8",
+                Metadata={SHA256_METADATA: sha256_hex},
+            )
+        return StoredBody(key=key, etag=response["ETag"], size=len(body))
+
+    def read_range(self, key: str, start: int, end: int, etag: str | None = None) -> tuple[bytes, dict[str, str]]:
+        """Bytes [start, end) and the object's metadata. Raises BodyMissing if it is gone or changed."""
+        if end <= start:
+            return b"", {}
+        request: dict[str, Any] = {"Bucket": self._bucket, "Key": key, "Range": f"bytes={start}-{end - 1}"}
+        if etag:
+            request["IfMatch"] = etag
+        try:
+            with storage_errors("document storage", passthrough=_missing):
+                response = self._s3.get_object(**request)
+                data = response["Body"].read()
+        except ClientError as exc:
+            if _missing(exc):
+                raise BodyMissing(key) from exc
+            raise
+        return data, response.get("Metadata", {})
+
+    def read(self, key: str) -> bytes:
+        try:
+            with storage_errors("document storage", passthrough=_missing):
+                return self._s3.get_object(Bucket=self._bucket, Key=key)["Body"].read()
+        except ClientError as exc:
+            if _missing(exc):
+                raise BodyMissing(key) from exc
+            raise
+
+    def delete(self, key: str) -> None:
+        with storage_errors("document storage"):
+            self._s3.delete_object(Bucket=self._bucket, Key=key)
