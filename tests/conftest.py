@@ -50,6 +50,9 @@ class FakeClock:
 
 
 def reset_caches() -> None:
+    from agent_knowledge.server_token import reset_codec
+
+    reset_codec()
     reset_settings()
     aws.reset_clients()
     reset_repositories()

@@ -6,16 +6,21 @@ Handlers build the defaults once per container, lazily; tests pass their own ins
 from __future__ import annotations
 
 import functools
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from agent_knowledge.clock import Clock, system_clock
 from agent_knowledge.repositories import Repositories, default_repositories
+from agent_knowledge.server_token import default_codec
+from agent_knowledge.tokens import TokenCodec
 
 
 @dataclass(frozen=True)
 class Dependencies:
     repositories: Repositories
     clock: Clock = field(default=system_clock)
+    # Lazy: the signing key is read from Secrets Manager on first use, not at cold start.
+    token_codec: Callable[[], TokenCodec] = field(default=default_codec)
 
 
 @functools.cache

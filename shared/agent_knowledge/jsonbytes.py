@@ -15,7 +15,9 @@ _encoder = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan
 
 
 def dumps(value: Any) -> str:
-    if isinstance(value, BaseModel):
+    if hasattr(value, "wire"):
+        value = value.wire()
+    elif isinstance(value, BaseModel):
         value = value.model_dump(mode="json")
     return _encoder.encode(value)
 

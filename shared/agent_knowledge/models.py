@@ -6,9 +6,9 @@ so that byte budgets are measured on exactly the bytes sent.
 
 from __future__ import annotations
 
-from typing import Final, Literal
+from typing import Any, ClassVar, Final, Literal
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 CAPABILITIES_SCHEMA: Final = "bailing.agent-knowledge-capabilities.v1"
 SEARCH_SCHEMA: Final = "bailing.agent-knowledge-search.v1"
@@ -22,6 +22,17 @@ class RequestModel(BaseModel):
 
 class ResponseModel(BaseModel):
     model_config = ConfigDict(extra="forbid")
+
+    # Optional fields the protocol leaves out entirely (rather than sending null) when unset.
+    omit_when_none: ClassVar[frozenset[str]] = frozenset({"run_id"})
+
+    def wire(self) -> dict[str, Any]:
+        """The JSON object sent on the wire (field order is the declaration order)."""
+        data = self.model_dump(mode="json")
+        for name in self.omit_when_none:
+            if data.get(name, ...) is None:
+                del data[name]
+        return data
 
 
 class Limits(ResponseModel):
@@ -50,3 +61,63 @@ class CapabilitiesResponse(ResponseModel):
 class ErrorResponse(ResponseModel):
     error: str
     message: str
+
+
+class SearchRequest(RequestModel):
+    query: str = Field(max_length=2000)
+    limit: int = Field(default=3, ge=1, le=3)
+    run_id: str | None = Field(default=None, min_length=1, max_length=128)
+
+    @field_validator("query")
+    @classmethod
+    def _query_not_blank(cls, query: str) -> str:
+        if not query.strip():
+            raise ValueError("must not be empty")
+        return query
+
+
+class Hint(ResponseModel):
+    ref: str
+    title: str
+    summary: str
+    revision: str
+    score: float
+    expires_at: str
+
+
+SearchStatus = Literal["ok", "disabled", "unavailable", "partial"]
+
+
+class SearchResponse(ResponseModel):
+    schema_version: Literal["bailing.agent-knowledge-search.v1"] = SEARCH_SCHEMA
+    route: str
+    run_id: str | None = None
+    knowledge_scope_revision: str
+    status: SearchStatus
+    trust: Literal["reference_only"] = "reference_only"
+    hints: list[Hint]
+    truncated: bool
+
+
+class ReadRequest(RequestModel):
+    ref: str = Field(min_length=1, max_length=2048)
+    run_id: str | None = Field(default=None, min_length=1, max_length=128)
+    cursor: str | None = Field(default=None, min_length=1, max_length=2048)
+    max_bytes: int = Field(default=16384, ge=4096, le=32768)
+
+
+class ReadResponse(ResponseModel):
+    schema_version: Literal["bailing.agent-knowledge-read.v1"] = READ_SCHEMA
+    route: str
+    run_id: str | None = None
+    knowledge_scope_revision: str
+    ref: str
+    revision: str
+    title: str
+    content: str
+    trust: Literal["reference_only"] = "reference_only"
+    next_cursor: str | None
+    truncated: bool
+    budget_exhausted: bool
+    total_content_bytes: int
+    read_chain_max_bytes: int = 131072

@@ -16,6 +16,7 @@ from agent_knowledge.repositories.config import (
     TaskRepository,
 )
 from agent_knowledge.repositories.documents import DocumentRepository
+from agent_knowledge.repositories.runs import RunRepository
 from agent_knowledge.repositories.sessions import SessionRepository
 from agent_knowledge.settings import Settings, get_settings
 
@@ -29,6 +30,7 @@ class Repositories:
     tasks: TaskRepository
     documents: DocumentRepository
     bodies: BodyStore
+    runs: RunRepository
 
     @classmethod
     def build(cls, settings: Settings, dynamodb: Any, s3: Callable[[], Any]) -> Repositories:
@@ -40,6 +42,7 @@ class Repositories:
             tasks=TaskRepository(dynamodb, settings.config_table),
             documents=DocumentRepository(dynamodb, settings.documents_table),
             bodies=BodyStore(s3, settings.bodies_bucket),
+            runs=RunRepository(dynamodb, settings.runs_table),
         )
 
 

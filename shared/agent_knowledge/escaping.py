@@ -1,0 +1,41 @@
+"""Exact byte cost of text inside our JSON responses (see `jsonbytes`: compact, non-ASCII as is).
+
+Budgets must count escaping: a newline costs 2 bytes, a control character 6, a quote or backslash
+2, a CJK character 3, an emoji 4.
+"""
+
+from __future__ import annotations
+
+from itertools import accumulate
+
+_SHORT_ESCAPES = {"\b", "\f", "\n", "\r", "\t", '"', "\\"}
+_ASCII_COST = [6 if code < 0x20 else 1 for code in range(128)]
+for _char in _SHORT_ESCAPES:
+    _ASCII_COST[ord(_char)] = 2
+
+
+def char_cost(char: str) -> int:
+    code = ord(char)
+    if code < 0x80:
+        return _ASCII_COST[code]
+    if code < 0x800:
+        return 2
+    if code < 0x10000:
+        return 3
+    return 4
+
+
+def char_costs(text: str) -> list[int]:
+    return [char_cost(char) for char in text]
+
+
+def text_cost(text: str) -> int:
+    """Bytes of `text` inside a JSON string, quotes excluded."""
+    if text.isascii() and text.isprintable() and '"' not in text and "\\" not in text:
+        return len(text)
+    return sum(char_costs(text))
+
+
+def prefix_costs(text: str) -> list[int]:
+    """prefix[i] = cost of text[:i]; len(prefix) == len(text) + 1."""
+    return [0, *accumulate(char_costs(text))]

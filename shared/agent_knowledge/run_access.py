@@ -1,0 +1,49 @@
+"""May this caller use knowledge under this run? (DESIGN.md §4)
+
+A run belongs to one session, client and route. The public endpoints need it `context_ready`
+and unexpired; server-side turn preparation may also use a `preparing` run. A run bound to a
+managed task also needs the task active, unexpired and the session still a member. A session
+marked task-required may only use knowledge through such a run.
+"""
+
+from __future__ import annotations
+
+from agent_knowledge.errors import RunNotFound, RunNotReady, TaskNotActive
+from agent_knowledge.identity import Caller
+from agent_knowledge.records import RunRecord
+from agent_knowledge.repositories import Repositories
+
+
+def authorize_run(
+    repositories: Repositories,
+    caller: Caller,
+    run_id: str | None,
+    now: float,
+    *,
+    allow_preparing: bool = False,
+) -> RunRecord | None:
+    if run_id is None:
+        if caller.session.task_required:
+            raise TaskNotActive("this session may only use knowledge through a run of its managed task")
+        return None
+
+    run = repositories.runs.get(run_id)
+    if (
+        run is None
+        or run.session_id != caller.session_id
+        or run.client_app_id != caller.client_app_id
+        or run.route != caller.route.route
+    ):
+        raise RunNotFound()
+    usable_states = {"context_ready", "preparing"} if allow_preparing else {"context_ready"}
+    if run.state not in usable_states or run.expires_at <= now:
+        raise RunNotReady()
+
+    if run.task_id is None:
+        if caller.session.task_required:
+            raise TaskNotActive("this session may only use knowledge through a run of its managed task")
+        return run
+    task = repositories.tasks.get(run.task_id)
+    if task is None or task.state != "active" or task.expires_at <= now or caller.session_id not in task.members:
+        raise TaskNotActive()
+    return run
