@@ -19,7 +19,11 @@ SHA256_METADATA = "sha256"
 
 
 class BodyMissing(Exception):
-    """The object is gone or no longer the one recorded (deleted, overwritten)."""
+    """The object is gone."""
+
+
+class BodyReplaced(BodyMissing):
+    """The object under the key is no longer the one recorded (its ETag changed)."""
 
 
 @dataclass(frozen=True)
@@ -33,10 +37,17 @@ def body_key(kb_id: str, doc_id: str, revision: str) -> str:
     return f"bodies/{kb_id}/{doc_id}/{revision}"
 
 
+def _status(exc: ClientError) -> int | None:
+    return exc.response.get("ResponseMetadata", {}).get("HTTPStatusCode")
+
+
+def _replaced(exc: ClientError) -> bool:
+    return exc.response.get("Error", {}).get("Code") in {"PreconditionFailed", "412"} or _status(exc) == 412
+
+
 def _missing(exc: ClientError) -> bool:
-    error = exc.response.get("Error", {})
-    status = exc.response.get("ResponseMetadata", {}).get("HTTPStatusCode")
-    return error.get("Code") in {"NoSuchKey", "404", "NotFound", "PreconditionFailed", "412"} or status in {404, 412}
+    code = exc.response.get("Error", {}).get("Code")
+    return code in {"NoSuchKey", "404", "NotFound"} or _status(exc) == 404 or _replaced(exc)
 
 
 class BodyStore:
@@ -74,6 +85,8 @@ class BodyStore:
                 response = self._s3.get_object(**request)
                 data = response["Body"].read()
         except ClientError as exc:
+            if _replaced(exc):
+                raise BodyReplaced(key) from exc
             if _missing(exc):
                 raise BodyMissing(key) from exc
             raise
