@@ -1,0 +1,201 @@
+"""Errors a host sees, one class per protocol error code, each with what to do next.
+
+The ladder: `KnowledgeHostError` → `ServerError` (the server answered with an error; `code`,
+`status`, `message`) → one subclass per protocol code. Outside the server's answers:
+`TransportError` (no answer at all), `ProtocolViolation` (an answer that breaks the protocol:
+unknown schema, a missing delivery echo, knowledge not marked reference_only) and
+`StaleResponse` (an answer that arrived after the host moved on; it was dropped).
+
+Nothing here ever pretends success: a host that catches these must not fall back to
+"no knowledge" or to a body it already had.
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+SEARCH_AGAIN = "Search again and read the new reference; never retry a read with a substituted or cached body."
+
+
+class KnowledgeHostError(Exception):
+    """Base of every error raised by the host library."""
+
+    code: ClassVar[str] = "host_error"
+    guidance: ClassVar[str] = "Do not treat this as 'no knowledge'."
+    #: True when the cure is a new search (the old reference can never work again).
+    search_again: ClassVar[bool] = False
+
+    def __init__(self, message: str) -> None:
+        self.message = message
+        super().__init__(message)
+
+    def describe(self) -> str:
+        """One line for a model or a log: the code, what happened, what to do."""
+        return f"{self.code}: {self.message}. What to do: {self.guidance}"
+
+
+class TransportError(KnowledgeHostError):
+    code = "transport_error"
+    guidance = "The server could not be reached; retry later. This is not 'no knowledge'."
+
+
+class ProtocolViolation(KnowledgeHostError):
+    code = "protocol_violation"
+    guidance = "The server's answer does not follow bailing.agent-knowledge.v1; do not use it."
+
+
+class UnknownSchema(ProtocolViolation):
+    code = "unknown_schema"
+    guidance = "The server speaks a schema this host does not know; do not guess, upgrade the host."
+
+
+class DeliveryNotConfirmed(ProtocolViolation):
+    code = "knowledge_delivery_not_confirmed"
+    guidance = (
+        "The turn asked for a delivery mode the server did not echo; bodies may be missing. "
+        "Do not treat the turn as inline; start the turn again without on_demand."
+    )
+
+
+class MissingToken(KnowledgeHostError):
+    code = "missing_token"
+    guidance = "No agent bearer token is configured; set one (for the MCP server: AGENT_KNOWLEDGE_TOKEN)."
+
+
+class StaleResponse(KnowledgeHostError):
+    code = "stale_response"
+    guidance = "The answer belonged to an earlier turn or authorization and was dropped; ask again in this turn."
+
+
+class ServerError(KnowledgeHostError):
+    """The server answered with an error status. Subclasses name the protocol code."""
+
+    code = "server_error"
+    guidance = "The request failed on the server; this is not 'no knowledge'."
+
+    def __init__(self, message: str, *, status: int, code: str | None = None) -> None:
+        super().__init__(message)
+        self.status = status
+        # An unknown code is kept as sent, so a log shows what the server said.
+        self.reported_code = code or self.code
+
+    def describe(self) -> str:
+        return f"{self.reported_code} (HTTP {self.status}): {self.message}. What to do: {self.guidance}"
+
+
+class InvalidRequest(ServerError):
+    code = "invalid_request"
+    guidance = "Fix the request (query 1-2000 characters, limit 1-3, max_bytes 4096-32768); do not resend it unchanged."
+
+
+class Unauthorized(ServerError):
+    code = "unauthorized"
+    guidance = "The agent bearer is missing, expired or revoked; obtain a new session token. Do not retry as is."
+
+
+class Forbidden(ServerError):
+    code = "forbidden"
+    guidance = "The bearer may not use this workspace; do not retry with the same credentials."
+
+
+class WorkspaceNotFound(ServerError):
+    code = "workspace_not_found"
+    guidance = "The route does not exist or this session may not use it; check the route name and the session."
+
+
+class RunNotFound(ServerError):
+    code = "run_not_found"
+    guidance = "The run is unknown or belongs to someone else; use the run_id of the current turn or none."
+
+
+class RunNotReady(ServerError):
+    code = "run_not_ready"
+    guidance = "The run is not context_ready (still preparing, or already completed); use the current turn's run."
+
+
+class TaskNotActive(ServerError):
+    code = "task_not_active"
+    guidance = "The managed task is paused, cancelled, expired or no longer includes this session; ask its owner."
+
+
+class TurnConflict(ServerError):
+    code = "turn_conflict"
+    guidance = "This turn id was already used with a different payload; use a new client_turn_id, never alter a replay."
+
+
+class ReferenceInvalid(ServerError):
+    code = "knowledge_reference_invalid"
+    guidance = "The reference or cursor is not valid for this caller and run. " + SEARCH_AGAIN
+    search_again = True
+
+
+class ReferenceExpired(ServerError):
+    code = "knowledge_reference_expired"
+    guidance = "References and cursors live 300 seconds. " + SEARCH_AGAIN
+    search_again = True
+
+
+class ScopeChanged(ServerError):
+    code = "knowledge_scope_changed"
+    guidance = "The workspace's knowledge configuration changed. " + SEARCH_AGAIN
+    search_again = True
+
+
+class KnowledgeChanged(ServerError):
+    code = "knowledge_changed"
+    guidance = "The document changed or is gone; the old revision cannot be read. " + SEARCH_AGAIN
+    search_again = True
+
+
+class KnowledgeUnavailable(ServerError):
+    code = "knowledge_unavailable"
+    guidance = "Knowledge storage is temporarily unavailable; retry later. This is not 'no knowledge'."
+
+
+class InternalError(ServerError):
+    code = "internal_error"
+    guidance = "The server failed; retry later and report the request id. This is not 'no knowledge'."
+
+
+class EndpointMissing(ServerError):
+    """404/405/501 from an endpoint an older server does not have (negotiation falls back to inline)."""
+
+    code = "endpoint_missing"
+    guidance = "This server predates the endpoint; use inline (legacy) turns."
+
+
+ERROR_BY_CODE: dict[str, type[ServerError]] = {
+    error.code: error
+    for error in (
+        InvalidRequest,
+        Unauthorized,
+        WorkspaceNotFound,
+        RunNotFound,
+        RunNotReady,
+        TaskNotActive,
+        TurnConflict,
+        ReferenceInvalid,
+        ReferenceExpired,
+        ScopeChanged,
+        KnowledgeChanged,
+        KnowledgeUnavailable,
+        InternalError,
+    )
+}
+
+
+def error_for(status: int, code: str | None, message: str) -> ServerError:
+    """The typed error for an error answer: by protocol code first, by status when the code is unknown."""
+    error_type = ERROR_BY_CODE.get(code or "")
+    if error_type is None:
+        if status == 401:
+            error_type = Unauthorized
+        elif status == 403:
+            error_type = Forbidden
+        elif status in (404, 405, 501):
+            error_type = EndpointMissing
+        elif status >= 500:
+            error_type = InternalError
+        else:
+            error_type = ServerError
+    return error_type(message, status=status, code=code)
