@@ -111,9 +111,12 @@ class DocumentRecord(Record):
     body_sha256: str
     body_bytes: int
     body_key: str
+    # ETag of the S3 object under body_key, as returned when it was written (reads use IfMatch).
+    body_etag: str = ""
     chunk_count: int = 0
+    # Per chunk: the first 16 hex digits of the SHA-256 of its UTF-8 text.
     chunk_digests: list[str] = Field(default_factory=list)
-    # Chunk boundaries as [start, end) offsets into the UTF-8 body.
+    # Chunk boundaries as [start, end) UTF-8 *byte* offsets into the stored body.
     chunk_offsets: list[tuple[int, int]] = Field(default_factory=list)
     created_at: int = 0
     updated_at: int = 0

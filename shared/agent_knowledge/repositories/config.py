@@ -136,6 +136,25 @@ class KnowledgeBaseRepository(ConfigRepository):
     def set_enabled(self, kb_id: str, enabled: bool) -> bool:
         return self._set(kb_id, enabled=enabled)
 
+    def claim_generation(self, kb_id: str, expected: int) -> bool:
+        """Move the KB's index generation from `expected` to `expected + 1`; False if it is no
+        longer `expected` (another rebuild claimed it first) or the KB does not exist."""
+        try:
+            with storage_errors("configuration storage"):
+                self._dynamodb.update_item(
+                    TableName=self._table,
+                    Key=key(pk=self._pk(kb_id)),
+                    UpdateExpression="SET generation = :next",
+                    ConditionExpression="attribute_exists(pk) AND (generation = :expected OR "
+                    "(attribute_not_exists(generation) AND :expected = :zero))",
+                    ExpressionAttributeValues=to_item({":next": expected + 1, ":expected": expected, ":zero": 0}),
+                )
+        except ClientError as exc:
+            if is_conditional_failure(exc):
+                return False
+            raise
+        return True
+
 
 class TaskRepository(ConfigRepository):
     kind = "task"

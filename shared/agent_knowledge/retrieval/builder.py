@@ -1,0 +1,81 @@
+"""Build a KB's index from its chunks and pack it as one snapshot file (an uncompressed tar:
+tantivy's segment files are already compressed)."""
+
+from __future__ import annotations
+
+import io
+import os
+import tarfile
+import tempfile
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+import tantivy
+
+from agent_knowledge.retrieval import schema as fields
+from agent_knowledge.tokenize import cjk_unigrams, word_tokens
+
+WRITER_HEAP_BYTES = 64_000_000
+_LOCK_FILES = {".tantivy-writer.lock", ".tantivy-meta.lock"}
+
+
+@dataclass(frozen=True)
+class IndexedChunk:
+    doc_id: str
+    revision: str
+    chunk_index: int
+    digest: str
+    text: str
+
+
+def write_index(directory: str, chunks: Iterable[IndexedChunk]) -> int:
+    """Write a fresh index of `chunks` into the empty `directory`; returns the chunk count."""
+    index = tantivy.Index(fields.schema(), path=directory, reuse=False)
+    fields.register_analyzers(index)
+    writer = index.writer(heap_size=WRITER_HEAP_BYTES, num_threads=1)
+    count = 0
+    for chunk in chunks:
+        writer.add_document(
+            tantivy.Document(
+                **{
+                    fields.TEXT: " ".join(word_tokens(chunk.text)),
+                    fields.UNIGRAMS: " ".join(cjk_unigrams(chunk.text)),
+                    fields.DOC_ID: chunk.doc_id,
+                    fields.REVISION: chunk.revision,
+                    fields.CHUNK_INDEX: chunk.chunk_index,
+                    fields.DIGEST: chunk.digest,
+                    fields.CHUNK: chunk.text.encode("utf-8"),
+                }
+            )
+        )
+        count += 1
+    writer.commit()
+    writer.wait_merging_threads()
+    return count
+
+
+def pack(directory: str) -> bytes:
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w", format=tarfile.PAX_FORMAT) as archive:
+        for name in sorted(os.listdir(directory)):
+            if name not in _LOCK_FILES:
+                archive.add(os.path.join(directory, name), arcname=name, recursive=False)
+    return buffer.getvalue()
+
+
+def unpack(snapshot: bytes, directory: str) -> None:
+    with tarfile.open(fileobj=io.BytesIO(snapshot), mode="r") as archive:
+        for member in archive.getmembers():
+            # Flat regular files only: a snapshot can never write outside `directory`.
+            if not member.isfile() or os.path.basename(member.name) != member.name:
+                raise ValueError("unexpected entry in index snapshot")
+            source = archive.extractfile(member)
+            assert source is not None
+            with open(os.path.join(directory, member.name), "wb") as target:
+                target.write(source.read())
+
+
+def build_snapshot(chunks: Iterable[IndexedChunk]) -> tuple[bytes, int]:
+    with tempfile.TemporaryDirectory(prefix="ak-index-build-") as directory:
+        count = write_index(directory, chunks)
+        return pack(directory), count

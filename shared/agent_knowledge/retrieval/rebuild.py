@@ -1,0 +1,68 @@
+"""Rebuild a KB's index from its ready documents and publish it as the next generation."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+
+from agent_knowledge.document_content import chunk_digest
+from agent_knowledge.errors import InvalidRequest, KnowledgeUnavailable
+from agent_knowledge.observability import logger
+from agent_knowledge.records import DocumentRecord
+from agent_knowledge.repositories import Repositories
+from agent_knowledge.repositories.bodies import BodyMissing
+from agent_knowledge.retrieval.builder import IndexedChunk, build_snapshot
+from agent_knowledge.retrieval.snapshots import publish
+
+MAX_CLAIM_ATTEMPTS = 50
+BODY_READERS = 8
+
+
+def _chunks_of(record: DocumentRecord, body: bytes) -> list[IndexedChunk] | None:
+    chunks: list[IndexedChunk] = []
+    for index, ((start, end), digest) in enumerate(zip(record.chunk_offsets, record.chunk_digests, strict=True)):
+        text = body[start:end].decode("utf-8", errors="strict")
+        if chunk_digest(text) != digest:
+            return None
+        chunks.append(IndexedChunk(record.doc_id, record.revision, index, digest, text))
+    return chunks
+
+
+def _indexed_chunks(repositories: Repositories, records: list[DocumentRecord]) -> Iterator[IndexedChunk]:
+    def load(record: DocumentRecord) -> list[IndexedChunk] | None:
+        try:
+            return _chunks_of(record, repositories.bodies.read(record.body_key))
+        except (BodyMissing, UnicodeDecodeError, ValueError):
+            return None
+
+    with ThreadPoolExecutor(max_workers=BODY_READERS) as pool:
+        for record, chunks in zip(records, pool.map(load, records), strict=True):
+            if chunks is None:
+                # The record changed under us (its body is gone or differs): leave it out; the
+                # rebuild its writer triggers will include the new version.
+                logger.warning("document left out of index", extra={"kb_id": record.kb_id, "doc_id": record.doc_id})
+                continue
+            yield from chunks
+
+
+def rebuild_kb_index(repositories: Repositories, kb_id: str) -> int:
+    """Claim the next generation, build from the documents ready now, upload; returns the generation."""
+    for _ in range(MAX_CLAIM_ATTEMPTS):
+        kb = repositories.knowledge_bases.get(kb_id)
+        if kb is None:
+            raise InvalidRequest(f"knowledge base {kb_id!r} does not exist")
+        if not repositories.knowledge_bases.claim_generation(kb_id, kb.generation):
+            continue  # another rebuild claimed it first; claim the next one
+        generation = kb.generation + 1
+        records = sorted(
+            (record for record in repositories.documents.list(kb_id) if record.status == "ready"),
+            key=lambda record: record.doc_id,
+        )
+        snapshot, count = build_snapshot(_indexed_chunks(repositories, records))
+        publish(repositories.bodies, kb_id, generation, snapshot)
+        logger.info(
+            "index published",
+            extra={"kb_id": kb_id, "generation": generation, "documents": len(records), "chunks": count},
+        )
+        return generation
+    raise KnowledgeUnavailable("the knowledge base index is being rebuilt too often; try again")

@@ -1,0 +1,118 @@
+"""The query API: search every enabled source KB of a scope, validate hits, group by document."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from agent_knowledge.errors import KnowledgeError
+from agent_knowledge.observability import logger
+from agent_knowledge.records import DocumentRecord, KnowledgeConfig
+from agent_knowledge.repositories import Repositories
+from agent_knowledge.repositories.bodies import BodyMissing
+from agent_knowledge.retrieval import schema as fields
+from agent_knowledge.retrieval.kb_index import AnalyzedQuery, IndexHit
+from agent_knowledge.retrieval.snapshots import IndexCache, IndexUnavailable, index_cache
+from agent_knowledge.scope import Scope
+from agent_knowledge.tokenize import matched_spans, query_tokens
+
+
+@dataclass(frozen=True)
+class RetrievedDocument:
+    kb_id: str
+    document: DocumentRecord  # the current, validated metadata record
+    score: float  # BM25 divided by the query's attainable BM25 in that KB: comparable across KBs
+    chunk_index: int
+    chunk_text: str  # exact text of the best validated chunk of this document
+    matched_terms: tuple[str, ...]  # substrings of chunk_text that matched query terms
+
+
+@dataclass(frozen=True)
+class RetrievalResult:
+    documents: list[RetrievedDocument]  # ≤ max_docs, distinct parent documents, best first
+    answered_kb_ids: list[str]  # sources that answered (possibly with zero hits)
+    failed_kb_ids: list[str]  # sources whose index or storage failed
+    stale_hits_dropped: int
+
+
+@dataclass(frozen=True)
+class _Candidate:
+    kb_id: str
+    hit: IndexHit
+
+
+def _source_limits(config: KnowledgeConfig, kb_id: str) -> tuple[int, float]:
+    for source in config.sources:
+        if source.kb_id == kb_id:
+            top_k = source.top_k if source.top_k is not None else config.top_k
+            min_score = source.min_score if source.min_score is not None else config.min_score
+            return top_k, min_score
+    return config.top_k, config.min_score
+
+
+def _is_current(record: DocumentRecord | None, candidate: _Candidate, scope_kb_ids: set[str]) -> bool:
+    hit = candidate.hit
+    return (
+        record is not None
+        and record.status == "ready"
+        and record.kb_id == candidate.kb_id
+        and record.kb_id in scope_kb_ids
+        and record.revision == hit.revision
+        and 0 <= hit.chunk_index < len(record.chunk_digests)
+        and record.chunk_digests[hit.chunk_index] == hit.digest
+    )
+
+
+def retrieve(
+    repositories: Repositories, scope: Scope, query: str, max_docs: int, cache: IndexCache = index_cache
+) -> RetrievalResult:
+    tokens = query_tokens(query)
+    analyzed = AnalyzedQuery.of(tokens)
+    config = scope.config
+    kb_ids = scope.enabled_kb_ids()
+    answered: list[str] = []
+    failed: list[str] = []
+    candidates: list[_Candidate] = []
+    for kb_id in kb_ids:
+        top_k, min_score = _source_limits(config, kb_id)
+        try:
+            index = cache.get(repositories.bodies, kb_id, scope.knowledge_bases[kb_id].generation)
+            hits = index.search(analyzed, top_k) if index is not None else []
+        except (KnowledgeError, IndexUnavailable, BodyMissing, OSError, ValueError) as exc:
+            logger.warning("knowledge source failed", extra={"kb_id": kb_id, "error": type(exc).__name__})
+            failed.append(kb_id)
+            continue
+        answered.append(kb_id)
+        candidates.extend(_Candidate(kb_id, hit) for hit in hits if hit.score >= min_score)
+    candidates.sort(key=lambda candidate: candidate.hit.score, reverse=True)
+    candidates = candidates[: config.top_k]
+    if not candidates:
+        return RetrievalResult([], answered, failed, 0)
+
+    try:
+        records = repositories.documents.get_many([(c.kb_id, c.hit.doc_id) for c in candidates])
+    except KnowledgeError:
+        # Without current records no hit can be validated: every source that had hits failed.
+        lost = list(dict.fromkeys(c.kb_id for c in candidates))
+        return RetrievalResult([], [k for k in answered if k not in lost], failed + lost, 0)
+
+    scope_kb_ids = set(kb_ids)
+    words, unigrams = set(analyzed.words), set(analyzed.unigrams)
+    documents: list[RetrievedDocument] = []
+    seen: set[tuple[str, str]] = set()
+    stale = 0
+    for candidate in candidates:
+        key = (candidate.kb_id, candidate.hit.doc_id)
+        record = records.get(key)
+        if not _is_current(record, candidate, scope_kb_ids):
+            stale += 1
+            continue
+        if key in seen or len(documents) >= max_docs:
+            continue
+        assert record is not None
+        seen.add(key)
+        hit = candidate.hit
+        matched = matched_spans(hit.text, words, unigrams, fields.normalize_words)
+        documents.append(
+            RetrievedDocument(candidate.kb_id, record, hit.score, hit.chunk_index, hit.text, tuple(matched))
+        )
+    return RetrievalResult(documents, answered, failed, stale)
