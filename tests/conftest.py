@@ -50,8 +50,11 @@ class FakeClock:
 
 
 def reset_caches() -> None:
+    from agent_knowledge.retrieval.snapshots import index_cache
     from agent_knowledge.server_token import reset_codec
 
+    # Every test's moto stack starts KB generations at 0 again: opened indexes must not outlive it.
+    index_cache.clear()
     reset_codec()
     reset_settings()
     aws.reset_clients()
