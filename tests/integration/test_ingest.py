@@ -1,0 +1,172 @@
+"""Ingest against moto: upsert, skip, delete, refusals, index generations, concurrency."""
+
+from __future__ import annotations
+
+from concurrent.futures import ThreadPoolExecutor
+
+import pytest
+
+from agent_knowledge.errors import KnowledgeUnavailable
+from agent_knowledge.ingest import IngestError, Ingestor
+from agent_knowledge.repositories.bodies import BodyMissing
+from agent_knowledge.repositories.documents import document_id
+from agent_knowledge.retrieval.snapshots import snapshot_key
+from agent_knowledge_dev.admin import create_knowledge_base
+from tests.support.retrieval import search_titles
+
+
+@pytest.fixture
+def ingestor(stack):
+    create_knowledge_base(stack.repositories, "kb")
+    return Ingestor(stack.repositories, clock=stack.clock)
+
+
+def generation(stack, kb_id: str = "kb") -> int:
+    return stack.repositories.knowledge_bases.get(kb_id).generation
+
+
+def test_put_creates_a_ready_record_and_an_immutable_body(stack, ingestor):
+    result = ingestor.put("kb", "guide.md", "Guide", "# Intro\n\nHello 世界.".encode())
+    record = result.document
+    assert result.outcome == "created"
+    assert record.status == "ready" and record.doc_id == document_id("guide.md")
+    assert record.body_bytes == len("# Intro\n\nHello 世界.".encode())
+    assert record.body_key.endswith("/" + record.revision)
+    assert record.chunk_count == len(record.chunk_digests) == len(record.chunk_offsets) == 1
+    assert record.created_at == record.updated_at == int(stack.clock())
+    assert stack.repositories.documents.get("kb", record.doc_id) == record
+    data, metadata = stack.repositories.bodies.read_range(record.body_key, 0, record.body_bytes, etag=record.body_etag)
+    assert data.decode() == "# Intro\n\nHello 世界." and metadata["sha256"] == record.body_sha256
+
+
+def test_identical_content_is_skipped_and_changes_are_updates(stack, ingestor):
+    first = ingestor.put("kb", "a.md", "Title", "Body one.")
+    stack.clock.advance(60)
+    again = ingestor.put("kb", "a.md", "Title", b"Body one.")
+    assert again.outcome == "skipped" and again.document == first.document
+    assert generation(stack) == 1  # a skip does not rebuild
+
+    retitled = ingestor.put("kb", "a.md", "New title", "Body one.")
+    assert retitled.outcome == "updated" and retitled.document.revision != first.document.revision
+    assert retitled.document.created_at == first.document.created_at < retitled.document.updated_at
+    # The old revision's body is gone; the new one is there.
+    with pytest.raises(BodyMissing):
+        stack.repositories.bodies.read(first.document.body_key)
+    assert stack.repositories.bodies.read(retitled.document.body_key) == b"Body one."
+    assert generation(stack) == 2
+
+
+def test_html_is_stored_as_clean_text(stack, ingestor):
+    html = "<html><body><h1>Setup</h1><p>Install &amp; run.</p><script>x()</script></body></html>"
+    record = ingestor.put("kb", "setup.html", "Setup", html, media_type="text/html").document
+    assert stack.repositories.bodies.read(record.body_key).decode() == "# Setup\n\nInstall & run."
+
+
+def test_delete_removes_record_body_and_hits(stack, ingestor):
+    record = ingestor.put("kb", "gone.md", "Gone", "Ephemeral zebra facts.").document
+    assert search_titles(stack, ["kb"], "zebra") == ["Gone"]
+    assert ingestor.delete("kb", "gone.md") is True
+    assert ingestor.delete("kb", "gone.md") is False
+    assert ingestor.list("kb") == []
+    with pytest.raises(BodyMissing):
+        stack.repositories.bodies.read(record.body_key)
+    assert search_titles(stack, ["kb"], "zebra") == []
+
+
+def test_list_returns_every_document_of_the_kb(stack, ingestor):
+    for name in ("a", "b", "c"):
+        ingestor.put("kb", f"{name}.md", name.upper(), f"Text {name}.", rebuild_index=False)
+    assert sorted(record.title for record in ingestor.list("kb")) == ["A", "B", "C"]
+
+
+@pytest.mark.parametrize(
+    ("title", "content", "message"),
+    [
+        ("", "new body", "title must not be empty"),
+        ("t" * 256, "new body", "longer than 255"),
+        ("Title", "", "body is empty"),
+        ("Title", b"\xc3\x28 broken", "not valid UTF-8"),
+        ("Title", b"x" * (5 * 1024 * 1024 + 1), "larger than 5242880"),
+    ],
+)
+def test_bad_input_is_refused_and_changes_nothing(stack, ingestor, title, content, message):
+    stored = ingestor.put("kb", "doc.md", "Title", "Original body.").document
+    with pytest.raises(IngestError, match=message):
+        ingestor.put("kb", "doc.md", title, content)
+    assert stack.repositories.documents.get("kb", stored.doc_id) == stored
+    assert stack.repositories.bodies.read(stored.body_key) == b"Original body."
+    assert generation(stack) == 1
+
+
+def test_unknown_kb_is_refused_by_name(stack, ingestor):
+    with pytest.raises(IngestError, match="'nope'"):
+        ingestor.put("nope", "a.md", "A", "Body.")
+    with pytest.raises(IngestError, match="'nope'"):
+        ingestor.rebuild_index("nope")
+
+
+def test_body_storage_failure_marks_a_new_document_as_error(stack, ingestor, monkeypatch):
+    def broken(*args, **kwargs):
+        raise KnowledgeUnavailable("document storage is temporarily unavailable")
+
+    monkeypatch.setattr(stack.repositories.bodies, "put", broken)
+    with pytest.raises(KnowledgeUnavailable):
+        ingestor.put("kb", "a.md", "A", "Body.")
+    record = stack.repositories.documents.get("kb", document_id("a.md"))
+    assert record.status == "error" and record.error_reason == "body storage failed"
+    monkeypatch.undo()
+    assert ingestor.put("kb", "a.md", "A", "Body.").document.status == "ready"
+
+
+def test_each_rebuild_publishes_the_next_generation(stack, ingestor):
+    assert generation(stack) == 0
+    ingestor.put("kb", "a.md", "A", "Alpha.", rebuild_index=False)
+    assert generation(stack) == 0
+    assert ingestor.rebuild_index("kb") == 1
+    assert ingestor.rebuild_index("kb") == 2
+    assert generation(stack) == 2
+    assert stack.repositories.bodies.read(snapshot_key("kb", 2))
+
+
+def test_concurrent_ingests_into_one_kb_lose_nothing(stack, ingestor):
+    words = [f"keyword{i:02d}" for i in range(12)]
+
+    def put(word: str) -> int:
+        ingestor.put("kb", f"{word}.md", f"Doc {word}", f"This document is about {word}.")
+        return generation(stack)
+
+    with ThreadPoolExecutor(max_workers=6) as pool:
+        list(pool.map(put, words))
+
+    assert generation(stack) >= len(words)  # every put rebuilt, each claiming its own generation
+    assert len(ingestor.list("kb")) == len(words)
+    for word in words:
+        assert search_titles(stack, ["kb"], word) == [f"Doc {word}"]
+
+
+def test_concurrent_bulk_puts_then_one_rebuild(stack, ingestor):
+    def put(i: int) -> str:
+        return ingestor.put("kb", f"bulk/{i}.md", f"Bulk {i}", f"Bulk body number{i}.", rebuild_index=False).outcome
+
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        assert set(pool.map(put, range(40))) == {"created"}
+    assert ingestor.rebuild_index("kb") == 1
+    assert search_titles(stack, ["kb"], "number17") == ["Bulk 17"]
+
+
+def test_a_rebuild_that_loses_the_generation_race_retries_on_the_next(stack, ingestor, monkeypatch):
+    ingestor.put("kb", "a.md", "A", "Alpha.", rebuild_index=False)
+    kbs = stack.repositories.knowledge_bases
+    original = kbs.claim_generation
+    attempts: list[tuple[int, bool]] = []
+
+    def raced(kb_id: str, expected: int) -> bool:
+        if not attempts:
+            assert original(kb_id, expected)  # another container claims this generation first
+        claimed = original(kb_id, expected)
+        attempts.append((expected, claimed))
+        return claimed
+
+    monkeypatch.setattr(kbs, "claim_generation", raced)
+    assert ingestor.rebuild_index("kb") == 2
+    assert attempts == [(0, False), (1, True)]

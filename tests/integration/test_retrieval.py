@@ -1,0 +1,179 @@
+"""retrieve() against moto: languages, validation of stale hits, scope, failures, limits."""
+
+from __future__ import annotations
+
+import pytest
+
+from agent_knowledge.errors import KnowledgeUnavailable
+from agent_knowledge.ingest import Ingestor
+from agent_knowledge.records import SourceConfig
+from agent_knowledge.retrieval.snapshots import index_cache, snapshot_key
+from agent_knowledge_dev.admin import create_knowledge_base
+from tests.support.retrieval import search, search_titles
+
+DOCS = {
+    "sam.md": ("SAM 配置指南", "# 如何配置模板\n\n使用 SAM template 定义函数、接口和存储桶。部署前先运行 sam build。"),
+    "lock.md": ("锁与并发", "# 并发控制\n\n数据库使用乐观锁处理并发写入，冲突时重试。"),
+    "python.md": ("Python packaging", "# Packaging\n\nBuild wheels with the build frontend, upload them to the index."),
+    "deploy.md": ("Deploying stacks", "# Deployment\n\nA stack is deployed with CloudFormation change sets."),
+    "cats.md": ("Cats", "Cats sleep most of the day. Dogs do not."),
+}
+
+
+@pytest.fixture
+def ingestor(stack) -> Ingestor:
+    for kb_id in ("kb", "other"):
+        create_knowledge_base(stack.repositories, kb_id)
+    ingestor = Ingestor(stack.repositories, clock=stack.clock)
+    for source_key, (title, body) in DOCS.items():
+        ingestor.put("kb", source_key, title, body, rebuild_index=False)
+    ingestor.rebuild_index("kb")
+    return ingestor
+
+
+@pytest.mark.parametrize(
+    ("query", "title"),
+    [
+        ("如何配置 SAM template", "SAM 配置指南"),  # mixed
+        ("配置模板", "SAM 配置指南"),  # Chinese
+        ("并发写入冲突", "锁与并发"),  # Chinese
+        ("锁", "锁与并发"),  # one CJK character
+        ("uploading wheels", "Python packaging"),  # English, stemmed
+        ("deploy change sets", "Deploying stacks"),
+    ],
+)
+def test_queries_find_the_right_document(stack, ingestor, query, title):
+    assert search_titles(stack, ["kb"], query, max_docs=1) == [title]
+
+
+def test_a_mixed_query_scores_both_parts(stack, ingestor):
+    both = search(stack, ["kb"], "配置模板 sam build").documents[0]
+    chinese = search(stack, ["kb"], "配置模板").documents[0]
+    assert both.document.title == chinese.document.title == "SAM 配置指南"
+    assert {"SAM", "sam", "build"} & set(both.matched_terms) and "配置模板" in both.matched_terms
+    assert all(term in both.chunk_text for term in both.matched_terms)
+
+
+def test_hits_carry_exact_chunk_text_and_normalized_scores(stack, ingestor):
+    result = search(stack, ["kb"], "cats dogs sleep")
+    (hit,) = result.documents
+    record = hit.document
+    start, end = record.chunk_offsets[hit.chunk_index]
+    assert stack.repositories.bodies.read(record.body_key)[start:end].decode() == hit.chunk_text
+    assert 0 < hit.score < 1
+    assert result.answered_kb_ids == ["kb"] and result.failed_kb_ids == [] and result.stale_hits_dropped == 0
+
+
+def test_terms_found_nowhere_give_no_hits(stack, ingestor):
+    result = search(stack, ["kb"], "xylophone 鲸鱼")
+    assert result.documents == [] and result.answered_kb_ids == ["kb"]
+    assert search(stack, ["kb"], "？！ …").documents == []
+
+
+def test_results_are_distinct_documents_limited_to_max_docs(stack, ingestor):
+    long_body = "\n\n".join(f"## Part {i}\n\n" + "Zebra stripes pattern. " * 40 for i in range(6))
+    ingestor.put("kb", "zebra.md", "Zebras", long_body)
+    ingestor.put("kb", "zebra2.md", "More zebras", "A zebra is striped.")
+    result = search(stack, ["kb"], "zebra stripes", max_docs=3)
+    assert [hit.document.title for hit in result.documents] == ["Zebras", "More zebras"]
+    assert search_titles(stack, ["kb"], "zebra stripes", max_docs=1) == ["Zebras"]
+
+
+def test_min_score_and_top_k_apply_per_source_and_route(stack, ingestor):
+    assert search_titles(stack, ["kb"], "cats", max_docs=3) == ["Cats"]
+    assert search_titles(stack, [SourceConfig(kb_id="kb", min_score=0.99)], "cats") == []
+    assert search(stack, ["kb"], "cats", min_score=0.99).documents == []
+    assert len(search(stack, ["kb"], "stack deployed build sam", top_k=1).documents) == 1
+    assert len(search(stack, [SourceConfig(kb_id="kb", top_k=1)], "stack deployed build sam").documents) == 1
+
+
+def test_an_update_without_rebuild_drops_the_stale_hit(stack, ingestor):
+    ingestor.put("kb", "cats.md", "Cats", "Cats now hunt at night.", rebuild_index=False)
+    result = search(stack, ["kb"], "sleep")
+    assert result.documents == [] and result.stale_hits_dropped == 1
+    ingestor.rebuild_index("kb")
+    result = search(stack, ["kb"], "cats hunt")
+    assert [hit.chunk_text for hit in result.documents] == ["Cats now hunt at night."]
+    assert result.stale_hits_dropped == 0
+
+
+def test_a_delete_without_rebuild_drops_the_stale_hit(stack, ingestor):
+    ingestor.delete("kb", "cats.md", rebuild_index=False)
+    result = search(stack, ["kb"], "cats")
+    assert result.documents == [] and result.stale_hits_dropped == 1
+
+
+def test_a_disabled_kb_is_excluded(stack, ingestor):
+    ingestor.put("other", "dogs.md", "Dogs", "Dogs bark at cats.")
+    assert sorted(search_titles(stack, ["kb", "other"], "cats")) == ["Cats", "Dogs"]
+    stack.repositories.knowledge_bases.set_enabled("other", False)
+    result = search(stack, ["kb", "other"], "cats")
+    assert [hit.document.title for hit in result.documents] == ["Cats"]
+    assert result.answered_kb_ids == ["kb"] and result.failed_kb_ids == []
+
+
+def test_a_hit_from_a_kb_outside_the_scope_is_never_returned(stack, ingestor):
+    ingestor.put("other", "dogs.md", "Dogs", "Dogs bark at cats.")
+    assert search_titles(stack, ["kb"], "dogs bark") == ["Cats"]
+
+
+def test_kbs_outside_the_scope_do_not_change_scores(stack, ingestor):
+    before = search(stack, ["kb"], "cats sleep").documents[0].score
+    for i in range(20):
+        ingestor.put("other", f"c{i}.md", f"C{i}", "cats " * (i + 1), rebuild_index=False)
+    ingestor.rebuild_index("other")
+    assert search(stack, ["kb"], "cats sleep").documents[0].score == before
+
+
+def test_a_failing_source_is_reported_failed_not_empty(stack, ingestor, monkeypatch):
+    ingestor.put("other", "dogs.md", "Dogs", "Dogs bark at cats.")
+    index_cache.clear()  # a cold container: the index must be loaded from storage
+    bodies = stack.repositories.bodies
+    original = bodies.read
+
+    def read(key: str) -> bytes:
+        if key.startswith("indexes/other/"):
+            raise KnowledgeUnavailable("document storage is temporarily unavailable")
+        return original(key)
+
+    monkeypatch.setattr(bodies, "read", read)
+    result = search(stack, ["kb", "other"], "cats")
+    assert [hit.document.title for hit in result.documents] == ["Cats"]
+    assert result.answered_kb_ids == ["kb"] and result.failed_kb_ids == ["other"]
+
+
+def test_a_failing_document_store_fails_the_sources_with_hits(stack, ingestor, monkeypatch):
+    def broken(keys):
+        raise KnowledgeUnavailable("document storage is temporarily unavailable")
+
+    monkeypatch.setattr(stack.repositories.documents, "get_many", broken)
+    result = search(stack, ["kb", "other"], "cats")
+    assert result.documents == [] and result.failed_kb_ids == ["kb"] and result.answered_kb_ids == ["other"]
+
+
+def test_a_kb_without_an_index_answers_with_no_hits(stack, ingestor):
+    result = search(stack, ["other"], "cats")
+    assert result.documents == [] and result.answered_kb_ids == ["other"] and result.failed_kb_ids == []
+
+
+def test_a_missing_snapshot_falls_back_to_the_previous_generation(stack, ingestor):
+    # Generation 2 is claimed but its snapshot never arrives (a builder died): readers use 1.
+    assert stack.repositories.knowledge_bases.claim_generation("kb", 1)
+    index_cache.clear()
+    assert search_titles(stack, ["kb"], "cats") == ["Cats"]
+    stack.repositories.bodies.delete(snapshot_key("kb", 1))
+    index_cache.clear()
+    assert search(stack, ["kb"], "cats").failed_kb_ids == ["kb"]
+
+
+def test_the_index_is_reused_until_the_generation_changes(stack, ingestor, monkeypatch):
+    search(stack, ["kb"], "cats")
+    reads: list[str] = []
+    original = stack.repositories.bodies.read
+    monkeypatch.setattr(stack.repositories.bodies, "read", lambda key: reads.append(key) or original(key))
+    search(stack, ["kb"], "cats")
+    assert reads == []
+    ingestor.put("kb", "new.md", "New", "Fresh cats.")  # rebuilds: generation 2
+    reads.clear()
+    assert "New" in search_titles(stack, ["kb"], "fresh cats")
+    assert snapshot_key("kb", 2) in reads
