@@ -1,4 +1,4 @@
-"""POST /agent-api/v1/workspaces/{route}/knowledge/search — answers 501 until its issue lands."""
+"""POST /agent-api/v1/workspaces/{route}/knowledge/search — bounded hints with signed references."""
 
 from __future__ import annotations
 
@@ -8,10 +8,12 @@ from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.logging import correlation_paths
 
 from agent_knowledge.dependencies import Dependencies, default_dependencies
-from agent_knowledge.errors import NotImplementedYet
-from agent_knowledge.http import create_app, header, resolve
+from agent_knowledge.http import create_app, header, json_response, parse_body, resolve
 from agent_knowledge.identity import revalidate
+from agent_knowledge.models import SearchRequest
 from agent_knowledge.observability import logger, metrics, traced
+from agent_knowledge.run_access import authorize_run
+from agent_knowledge.search import search_knowledge
 
 app = create_app()
 
@@ -19,8 +21,12 @@ app = create_app()
 @app.post("/agent-api/v1/workspaces/<route>/knowledge/search")
 def search(route: str) -> Response:
     deps: Dependencies = app.context["deps"]
-    revalidate(deps.repositories, header(app.current_event.raw_event, "authorization"), route, deps.clock())
-    raise NotImplementedYet()
+    event = app.current_event.raw_event
+    caller = revalidate(deps.repositories, header(event, "authorization"), route, deps.clock())
+    request = parse_body(event, SearchRequest)
+    run = authorize_run(deps.repositories, caller, request.run_id, deps.clock())
+    outcome = search_knowledge(deps, caller, request.query, request.limit, run)
+    return json_response(200, outcome.response)
 
 
 @logger.inject_lambda_context(correlation_id_path=correlation_paths.API_GATEWAY_HTTP)

@@ -1,0 +1,141 @@
+"""Knowledge read: one page of a referenced document's body, revalidated on every call.
+
+Checks, in the protocol's order (DESIGN.md §5): token encoding, MAC, purpose and cursor binding
+(400) → expiry (410) → bound identity and run (400) → scope revision (409 scope changed) →
+document record and content digests (409 knowledge changed). Storage failures anywhere are 503.
+The body is read with a ranged GET of the object recorded at ingest (immutable key per revision,
+`IfMatch` on its ETag) whose recorded SHA-256 must equal the one the reference binds.
+"""
+
+from __future__ import annotations
+
+import hmac
+
+from agent_knowledge.dependencies import Dependencies
+from agent_knowledge.errors import (
+    KnowledgeChanged,
+    KnowledgeUnavailable,
+    ReferenceExpired,
+    ReferenceInvalid,
+    ScopeChanged,
+)
+from agent_knowledge.identity import Caller
+from agent_knowledge.models import ReadRequest, ReadResponse
+from agent_knowledge.read_budget import READ_CHAIN_MAX_BYTES, decode_window, plan_page, window_end
+from agent_knowledge.records import DocumentRecord
+from agent_knowledge.references import document_digest, identity_digest, scope_digest
+from agent_knowledge.repositories.bodies import SHA256_METADATA, BodyMissing, BodyReplaced
+from agent_knowledge.tokens import (
+    CursorClaims,
+    ReferenceClaims,
+    TokenCodec,
+    TokenExpired,
+    TokenInvalid,
+    ensure_fresh,
+    reference_digest,
+)
+from agent_knowledge.workspace import load_scope
+
+
+def _open_tokens(codec: TokenCodec, request: ReadRequest) -> tuple[ReferenceClaims, CursorClaims | None]:
+    try:
+        reference = codec.open_reference(request.ref)
+        cursor = codec.open_cursor(request.cursor) if request.cursor else None
+    except TokenInvalid:
+        raise ReferenceInvalid() from None
+    if cursor is not None:
+        if not hmac.compare_digest(cursor.reference, reference_digest(request.ref)):
+            raise ReferenceInvalid("the cursor belongs to another reference")
+        if cursor.offset != cursor.served or cursor.served > READ_CHAIN_MAX_BYTES:
+            raise ReferenceInvalid()
+    return reference, cursor
+
+
+def _ensure_fresh(reference: ReferenceClaims, cursor: CursorClaims | None, now: float) -> None:
+    # A chain continues on its cursor's clock: each page issues a cursor valid for 300 s.
+    try:
+        ensure_fresh(cursor.expires_at if cursor else reference.expires_at, now)
+    except TokenExpired:
+        raise ReferenceExpired() from None
+
+
+def _current_document(deps: Dependencies, caller: Caller, reference: ReferenceClaims) -> tuple[DocumentRecord, str]:
+    scope = load_scope(deps.repositories, caller)
+    if not hmac.compare_digest(scope_digest(scope.revision), reference.scope):
+        raise ScopeChanged()
+    if reference.kb_id not in scope.enabled_kb_ids():
+        raise KnowledgeChanged()
+    document = deps.repositories.documents.get(reference.kb_id, reference.doc_id)
+    if (
+        document is None
+        or document.status != "ready"
+        or not hmac.compare_digest(document_digest(document), reference.document)
+    ):
+        raise KnowledgeChanged()
+    return document, scope.revision
+
+
+def read_knowledge(deps: Dependencies, caller: Caller, request: ReadRequest) -> ReadResponse:
+    codec = deps.token_codec()
+    reference, cursor = _open_tokens(codec, request)
+    _ensure_fresh(reference, cursor, deps.clock())
+    if request.run_id != reference.run_id or not hmac.compare_digest(
+        identity_digest(caller, reference.run_id), reference.identity
+    ):
+        raise ReferenceInvalid("the reference was issued to another caller or run")
+
+    document, scope_revision = _current_document(deps, caller, reference)
+    offset = cursor.offset if cursor else 0
+    served = cursor.served if cursor else 0
+    if offset > document.body_bytes:
+        raise ReferenceInvalid()
+
+    end = window_end(offset, served, document.body_bytes, request.max_bytes)
+    try:
+        window, metadata = deps.repositories.bodies.read_range(
+            document.body_key, offset, end, etag=document.body_etag or None
+        )
+    except BodyReplaced:
+        raise KnowledgeChanged() from None
+    except BodyMissing:
+        raise KnowledgeUnavailable("the document body is temporarily unavailable") from None
+    if len(window) != end - offset or (metadata and metadata.get(SHA256_METADATA) != document.body_sha256):
+        raise KnowledgeChanged()
+    try:
+        decode_window(window)
+    except UnicodeDecodeError:
+        raise KnowledgeUnavailable("the document body is not readable") from None
+
+    envelope = ReadResponse(
+        route=caller.route.route,
+        run_id=reference.run_id,
+        knowledge_scope_revision=scope_revision,
+        ref=request.ref,
+        revision=document.revision,
+        title=document.title,
+        content="",
+        next_cursor=None,
+        truncated=False,
+        budget_exhausted=False,
+        total_content_bytes=document.body_bytes,
+        read_chain_max_bytes=READ_CHAIN_MAX_BYTES,
+    )
+    now = deps.clock()
+    sample_cursor, _ = codec.issue_cursor(CursorClaims(reference=bytes(16), offset=0, served=0), now)
+    plan = plan_page(
+        envelope.wire(), window, offset, served, document.body_bytes, request.max_bytes, len(sample_cursor)
+    )
+    next_cursor = None
+    if not plan.last:
+        next_offset = offset + plan.consumed
+        next_cursor, _ = codec.issue_cursor(
+            CursorClaims(reference=reference_digest(request.ref), offset=next_offset, served=next_offset), now
+        )
+    return envelope.model_copy(
+        update={
+            "content": plan.content,
+            "next_cursor": next_cursor,
+            "truncated": plan.truncated,
+            "budget_exhausted": plan.budget_exhausted,
+        }
+    )
