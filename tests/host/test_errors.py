@@ -1,0 +1,84 @@
+"""Every protocol error code arrives as its own typed error, with guidance."""
+
+from __future__ import annotations
+
+import pytest
+
+from agent_knowledge_host import KnowledgeClient
+from agent_knowledge_host import errors as e
+from tests.host.fakes import ROUTE, FakeApi, error
+
+PROTOCOL_ERRORS = [
+    (400, "invalid_request", e.InvalidRequest),
+    (401, "unauthorized", e.Unauthorized),
+    (404, "workspace_not_found", e.WorkspaceNotFound),
+    (404, "run_not_found", e.RunNotFound),
+    (409, "run_not_ready", e.RunNotReady),
+    (409, "task_not_active", e.TaskNotActive),
+    (409, "turn_conflict", e.TurnConflict),
+    (400, "knowledge_reference_invalid", e.ReferenceInvalid),
+    (410, "knowledge_reference_expired", e.ReferenceExpired),
+    (409, "knowledge_scope_changed", e.ScopeChanged),
+    (409, "knowledge_changed", e.KnowledgeChanged),
+    (503, "knowledge_unavailable", e.KnowledgeUnavailable),
+    (500, "internal_error", e.InternalError),
+]
+SEARCH_AGAIN_CODES = {
+    "knowledge_reference_invalid",
+    "knowledge_reference_expired",
+    "knowledge_scope_changed",
+    "knowledge_changed",
+}
+
+
+def test_every_protocol_code_has_its_own_class() -> None:
+    assert set(e.ERROR_BY_CODE) == {code for _, code, _ in PROTOCOL_ERRORS}
+    assert len({error_type for _, _, error_type in PROTOCOL_ERRORS}) == len(PROTOCOL_ERRORS)
+
+
+@pytest.mark.parametrize(("status", "code", "error_type"), PROTOCOL_ERRORS, ids=[row[1] for row in PROTOCOL_ERRORS])
+def test_a_read_error_is_typed_with_guidance(
+    api: FakeApi, status: int, code: str, error_type: type[e.ServerError]
+) -> None:
+    api.on("POST", "/knowledge/read", error(status, code, "server says no"))
+    client = KnowledgeClient(api.base_url, ROUTE, lambda: "token-a")
+
+    with pytest.raises(error_type) as raised:
+        client.read("ref-1")
+
+    failure = raised.value
+    assert (failure.status, failure.code, failure.message) == (status, code, "server says no")
+    assert failure.search_again is (code in SEARCH_AGAIN_CODES)
+    assert failure.describe().startswith(f"{code} (HTTP {status}): server says no. What to do: ")
+    if failure.search_again:
+        assert "Search again" in failure.guidance and "never retry a read with a substituted" in failure.guidance
+
+
+def test_an_unknown_code_keeps_what_the_server_said(api: FakeApi) -> None:
+    api.on("POST", "/knowledge/search", error(418, "teapot", "short and stout"))
+    client = KnowledgeClient(api.base_url, ROUTE, lambda: "token-a")
+
+    with pytest.raises(e.ServerError) as raised:
+        client.search("tea")
+
+    assert type(raised.value) is e.ServerError
+    assert raised.value.describe().startswith("teapot (HTTP 418): short and stout")
+
+
+def test_a_missing_token_is_refused_before_any_request(api: FakeApi) -> None:
+    client = KnowledgeClient(api.base_url, ROUTE, lambda: "")
+
+    with pytest.raises(e.MissingToken):
+        client.search("anything")
+
+    assert api.requests == []
+
+
+def test_errors_never_echo_the_token(api: FakeApi) -> None:
+    api.on("POST", "/knowledge/search", error(401, "unauthorized", "a valid agent bearer token is required"))
+    client = KnowledgeClient(api.base_url, ROUTE, lambda: "secret-token-value")
+
+    with pytest.raises(e.Unauthorized) as raised:
+        client.search("anything")
+
+    assert "secret-token-value" not in raised.value.describe()
