@@ -4,6 +4,7 @@ sessions, register clients, routes and knowledge bases. Used by the CLI, the dem
 
 from __future__ import annotations
 
+import re
 import secrets
 import time
 import uuid
@@ -22,6 +23,25 @@ from agent_knowledge.repositories import Repositories
 from agent_knowledge.repositories.sessions import hash_token
 
 DEFAULT_SESSION_TTL = 3600
+# Route names are URL path segments; ids of every kind stay printable and unambiguous.
+_IDENTIFIER = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
+
+
+class AdminError(ValueError):
+    """An administrative request that cannot be carried out as asked (unknown KB, bad name, ...)."""
+
+
+def check_identifier(kind: str, value: str) -> str:
+    if not _IDENTIFIER.fullmatch(value):
+        raise AdminError(f"invalid {kind} {value!r}: use 1-128 letters, digits, '.', '_' or '-'")
+    return value
+
+
+def require_knowledge_base(repositories: Repositories, kb_id: str) -> KnowledgeBaseRecord:
+    record = repositories.knowledge_bases.get(kb_id)
+    if record is None:
+        raise AdminError(f"unknown knowledge base {kb_id!r}; create it with `agent-knowledge kb create {kb_id}`")
+    return record
 
 
 def issue_session(
@@ -37,7 +57,7 @@ def issue_session(
 ) -> tuple[SessionRecord, str]:
     """Create a session and return it with its access token (shown once, stored only as a hash)."""
     if ttl_seconds <= 0:
-        raise ValueError("ttl must be a positive number of seconds")
+        raise AdminError("the session ttl must be a positive number of seconds")
     issued = int(now if now is not None else time.time())
     token = access_token or secrets.token_urlsafe(32)
     record = SessionRecord(
@@ -92,3 +112,14 @@ def create_knowledge_base(
     record = KnowledgeBaseRecord(kb_id=kb_id, name=name or kb_id, enabled=enabled)
     repositories.knowledge_bases.put(record)
     return record
+
+
+def set_knowledge_base_enabled(repositories: Repositories, kb_id: str, enabled: bool) -> KnowledgeBaseRecord:
+    if not repositories.knowledge_bases.set_enabled(kb_id, enabled):
+        require_knowledge_base(repositories, kb_id)  # raises with the usual message
+    return require_knowledge_base(repositories, kb_id)
+
+
+def revoke_session(repositories: Repositories, session_id: str) -> None:
+    if not repositories.sessions.revoke(session_id):
+        raise AdminError(f"unknown session {session_id!r}")

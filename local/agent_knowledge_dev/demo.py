@@ -6,6 +6,9 @@ local-development credential only: `serve` binds to loopback and the stack lives
 
 from __future__ import annotations
 
+import time
+from pathlib import Path
+
 from agent_knowledge.records import KnowledgeConfig, Principal, SourceConfig
 from agent_knowledge.repositories import Repositories
 from agent_knowledge_dev import admin
@@ -17,6 +20,8 @@ DEMO_KB = "handbook"
 # A route that exists but this client may not use (the "foreign route" of the events).
 FOREIGN_ROUTE = "payroll"
 DEMO_SESSION_TTL = 365 * 86_400
+# A dozen handbook pages in English and Chinese (Markdown, plain text and HTML).
+SAMPLE_DOCS = Path(__file__).resolve().parent / "sample_docs"
 
 
 def seed_demo(repositories: Repositories, now: float | None = None) -> None:
@@ -38,3 +43,16 @@ def seed_demo(repositories: Repositories, now: float | None = None) -> None:
         access_token=DEMO_TOKEN,
         now=now,
     )
+
+
+def seed_sample_documents(repositories: Repositories, now: float | None = None) -> int:
+    """Ingest the bundled sample documents into the demo KB the way `doc put --dir` does; returns
+    how many were stored. Run after `seed_demo`."""
+    from agent_knowledge.ingest import Ingestor
+    from agent_knowledge_dev.bulk import ingest_directory
+
+    clock = (lambda: now) if now is not None else time.time
+    summary = ingest_directory(Ingestor(repositories, clock=clock), DEMO_KB, SAMPLE_DOCS)
+    if summary.failed:
+        raise RuntimeError(f"sample documents failed to ingest: {summary.failures}")
+    return summary.created + summary.updated + summary.skipped

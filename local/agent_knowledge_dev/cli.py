@@ -1,0 +1,95 @@
+"""`agent-knowledge`: the local API, handler invocation and the admin commands.
+
+Subcommands are a table. Each module under `agent_knowledge_dev.commands` exposes `COMMAND`, a
+`Command` (name, help, how to add its arguments, what to run, or nested `subcommands`). To add a
+subcommand — e.g. `mcp` — write `agent_knowledge_dev/commands/mcp.py` with
+
+    COMMAND = Command("mcp", "serve the knowledge tools over MCP", add_arguments=_arguments, run=_run)
+
+and register it here: import the module below and append `mcp.COMMAND` to `COMMANDS`. `run` gets the
+parsed `argparse.Namespace` and returns the exit status; raise `CliError("what to do")` for a user
+mistake (one line on stderr, exit 1, no traceback).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+
+from agent_knowledge_dev.commands import Command, documents, invoke, serve, sessions, workspace
+from agent_knowledge_dev.console import CliError
+
+COMMANDS: list[Command] = [
+    serve.COMMAND,
+    invoke.COMMAND,
+    *workspace.COMMANDS,  # client, route, kb
+    documents.COMMAND,  # doc
+    sessions.COMMAND,  # session
+]
+
+
+def build_parser(commands: Sequence[Command] = COMMANDS) -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="agent-knowledge",
+        description="Run the agent knowledge API locally and administer a local or deployed stack.",
+    )
+    _add_commands(parser, commands)
+    return parser
+
+
+def _add_commands(parser: argparse.ArgumentParser, commands: Sequence[Command]) -> None:
+    subparsers = parser.add_subparsers(metavar="COMMAND", required=True)
+    for command in commands:
+        child = subparsers.add_parser(command.name, help=command.help, description=command.help)
+        if command.subcommands:
+            _add_commands(child, command.subcommands)
+            continue
+        if command.add_arguments:
+            command.add_arguments(child)
+        child.set_defaults(run=command.run)
+
+
+def main(argv: Sequence[str] | None = None, commands: Sequence[Command] = COMMANDS) -> int:
+    arguments = build_parser(commands).parse_args(argv)
+    try:
+        return int(arguments.run(arguments) or 0)
+    except CliError as error:
+        print(f"agent-knowledge: {error}", file=sys.stderr)
+    except KeyboardInterrupt:
+        print("agent-knowledge: interrupted", file=sys.stderr)
+        return 130
+    except Exception as error:
+        # Storage and AWS errors are not bugs of the caller's making, but a trace is no help either.
+        message = _known_failure(error)
+        if message is None:
+            raise
+        print(f"agent-knowledge: {message}", file=sys.stderr)
+    return 1
+
+
+def _known_failure(error: Exception) -> str | None:
+    from botocore.exceptions import BotoCoreError, ClientError
+    from pydantic import ValidationError
+
+    from agent_knowledge.errors import KnowledgeError
+    from agent_knowledge_dev.admin import AdminError
+
+    if isinstance(error, KnowledgeError):
+        return error.message
+    if isinstance(error, AdminError):
+        return str(error)
+    if isinstance(error, ValidationError):
+        first = error.errors()[0]
+        field = ".".join(str(part) for part in first.get("loc", ())) or "value"
+        return f"invalid {field}: {first.get('msg', 'invalid value')}"
+    if isinstance(error, ClientError):
+        details = error.response.get("Error", {})
+        return f"AWS refused the request: {details.get('Code', 'error')}: {details.get('Message', '')}".rstrip(": ")
+    if isinstance(error, BotoCoreError):
+        return f"cannot reach AWS: {error}"
+    return None
+
+
+if __name__ == "__main__":
+    sys.exit(main())

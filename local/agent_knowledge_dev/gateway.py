@@ -1,0 +1,223 @@
+"""A local stand-in for API Gateway HTTP API: HTTP request → payload 2.0 event → handler → HTTP response.
+
+It routes by the `HttpApi` events in `template.yaml`, so a route added there is served locally with
+no other change. Events have the fields AWS documents for payload format 2.0 (lower-cased headers,
+`cookies` and `queryStringParameters` only when present, comma-joined repeated values, URL-decoded
+path parameters, `isBase64Encoded` bodies for non-text content). Unknown paths answer 404 and a known
+path with another method 405, both as JSON with `Cache-Control: no-store` like the functions do.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import logging
+import re
+import time
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+from urllib.parse import parse_qsl, unquote
+
+from agent_knowledge_dev.template import FunctionRoute
+
+ACCOUNT_ID = "123456789012"
+API_ID = "local"
+STAGE = "$default"
+# Lambda's synchronous invocation payload limit; API Gateway answers 413 above it.
+MAX_REQUEST_BYTES = 6 * 1024 * 1024
+_MONTHS = ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec")
+_TEXT_TYPES = ("text/", "application/json", "application/xml", "application/x-www-form-urlencoded")
+_PARAMETER = re.compile(r"\{([A-Za-z0-9_]+)(\+?)\}")
+
+log = logging.getLogger(__name__)
+
+Invoke = Callable[[FunctionRoute, dict[str, Any], str], dict[str, Any]]
+
+
+@dataclass(frozen=True)
+class HttpRequest:
+    method: str
+    target: str  # path and query exactly as received, e.g. /a/b?x=1
+    headers: list[tuple[str, str]]
+    body: bytes = b""
+    source_ip: str = "127.0.0.1"
+    protocol: str = "HTTP/1.1"
+
+
+@dataclass
+class HttpResponse:
+    status: int
+    headers: list[tuple[str, str]] = field(default_factory=list)
+    body: bytes = b""
+
+    def header(self, name: str) -> str | None:
+        return next((value for key, value in self.headers if key.lower() == name.lower()), None)
+
+
+def json_error(status: int, code: str, message: str, headers: list[tuple[str, str]] | None = None) -> HttpResponse:
+    body = json.dumps({"error": code, "message": message}, separators=(",", ":")).encode()
+    base = [("Content-Type", "application/json"), ("Cache-Control", "no-store")]
+    return HttpResponse(status, base + (headers or []), body)
+
+
+@dataclass(frozen=True)
+class RouteMatch:
+    route: FunctionRoute
+    path_parameters: dict[str, str]
+
+    @property
+    def route_key(self) -> str:
+        return f"{self.route.method} {self.route.path}"
+
+
+def _pattern(path: str) -> re.Pattern[str]:
+    """`/a/{route}/b` → a regex with a named group per parameter; `{proxy+}` spans segments."""
+    parts, position = [], 0
+    for match in _PARAMETER.finditer(path):
+        parts.append(re.escape(path[position : match.start()]))
+        parts.append(f"(?P<{match.group(1)}>{'.+' if match.group(2) else '[^/]+'})")
+        position = match.end()
+    parts.append(re.escape(path[position:]))
+    return re.compile("".join(parts) + r"\Z")
+
+
+class RouteTable:
+    def __init__(self, routes: list[FunctionRoute]) -> None:
+        self._routes = [(route, _pattern(route.path)) for route in routes]
+
+    def match(self, method: str, raw_path: str) -> RouteMatch | list[str] | None:
+        """The matching route; else the methods the path accepts (405); else None (404)."""
+        allowed = []
+        for route, pattern in self._routes:
+            found = pattern.match(raw_path)
+            if not found:
+                continue
+            if route.method in {method, "ANY"}:
+                return RouteMatch(route, {name: unquote(value) for name, value in found.groupdict().items()})
+            allowed.append(route.method)
+        return allowed or None
+
+
+def _joined(pairs: list[tuple[str, str]]) -> dict[str, str]:
+    """Repeated names are joined with commas, as API Gateway does for headers and query strings."""
+    joined: dict[str, str] = {}
+    for name, value in pairs:
+        joined[name] = f"{joined[name]},{value}" if name in joined else value
+    return joined
+
+
+def _is_text(content_type: str, body: bytes) -> bool:
+    if content_type and not content_type.lower().startswith(_TEXT_TYPES):
+        return False
+    try:
+        body.decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return True
+
+
+def request_time(epoch_ms: int) -> str:
+    """`02/Dec/2026:16:00:00 +0000` — API Gateway's requestContext.time, independent of locale."""
+    moment = time.gmtime(epoch_ms / 1000)
+    return f"{moment.tm_mday:02d}/{_MONTHS[moment.tm_mon - 1]}/{time.strftime('%Y:%H:%M:%S', moment)} +0000"
+
+
+def build_event(request: HttpRequest, match: RouteMatch, request_id: str, epoch_ms: int) -> dict[str, Any]:
+    raw_path, _, raw_query = request.target.partition("?")
+    cookies = [
+        cookie.strip() for name, value in request.headers if name.lower() == "cookie" for cookie in value.split(";")
+    ]
+    headers = _joined([(name.lower(), value) for name, value in request.headers if name.lower() != "cookie"])
+    host = headers.get("host", "localhost")
+    domain = host.rsplit(":", 1)[0] if not host.endswith("]") else host
+    port = host.rsplit(":", 1)[1] if ":" in host and not host.endswith("]") else "80"
+    headers.setdefault("x-forwarded-for", request.source_ip)
+    headers.setdefault("x-forwarded-port", port)
+    headers.setdefault("x-forwarded-proto", "http")
+    event: dict[str, Any] = {
+        "version": "2.0",
+        "routeKey": match.route_key,
+        "rawPath": raw_path,
+        "rawQueryString": raw_query,
+    }
+    if cookies:
+        event["cookies"] = [cookie for cookie in cookies if cookie]
+    event["headers"] = headers
+    if raw_query:
+        event["queryStringParameters"] = _joined(parse_qsl(raw_query, keep_blank_values=True))
+    event["requestContext"] = {
+        "accountId": ACCOUNT_ID,
+        "apiId": API_ID,
+        "domainName": domain,
+        "domainPrefix": domain.split(".")[0],
+        "http": {
+            "method": request.method,
+            "path": raw_path,
+            "protocol": request.protocol,
+            "sourceIp": request.source_ip,
+            "userAgent": headers.get("user-agent", ""),
+        },
+        "requestId": request_id,
+        "routeKey": match.route_key,
+        "stage": STAGE,
+        "time": request_time(epoch_ms),
+        "timeEpoch": epoch_ms,
+    }
+    if match.path_parameters:
+        event["pathParameters"] = match.path_parameters
+    if request.body:
+        if _is_text(headers.get("content-type", ""), request.body):
+            event["body"] = request.body.decode("utf-8")
+            event["isBase64Encoded"] = False
+        else:
+            event["body"] = base64.b64encode(request.body).decode("ascii")
+            event["isBase64Encoded"] = True
+    else:
+        event["isBase64Encoded"] = False
+    return event
+
+
+def to_response(result: Any) -> HttpResponse:
+    """A handler's return value → HTTP, by the payload 2.0 rules (a value without `statusCode` is a
+    200 JSON body)."""
+    if not (isinstance(result, dict) and "statusCode" in result):
+        body = result if isinstance(result, str) else json.dumps(result)
+        return HttpResponse(200, [("Content-Type", "application/json")], body.encode("utf-8"))
+    headers = [(str(name), str(value)) for name, value in (result.get("headers") or {}).items()]
+    for name, values in (result.get("multiValueHeaders") or {}).items():
+        if not any(existing.lower() == str(name).lower() for existing, _ in headers):
+            headers.extend((str(name), str(value)) for value in values)
+    headers.extend(("Set-Cookie", str(cookie)) for cookie in result.get("cookies") or [])
+    raw = result.get("body") or ""
+    body = base64.b64decode(raw) if result.get("isBase64Encoded") else str(raw).encode("utf-8")
+    return HttpResponse(int(result["statusCode"]), headers, body)
+
+
+class Gateway:
+    """Routes one request to a function and converts both ways. `invoke` is injectable for tests."""
+
+    def __init__(self, routes: list[FunctionRoute], invoke: Invoke, clock: Callable[[], float] = time.time) -> None:
+        self._table = RouteTable(routes)
+        self._invoke = invoke
+        self._clock = clock
+
+    def handle(self, request: HttpRequest) -> HttpResponse:
+        request_id = str(uuid.uuid4())
+        raw_path = request.target.partition("?")[0]
+        match = self._table.match(request.method, raw_path)
+        if match is None:
+            response = json_error(404, "not_found", "no such endpoint")
+        elif isinstance(match, list):
+            allowed = ", ".join(sorted(set(match)))
+            response = json_error(405, "method_not_allowed", f"use {allowed}", [("Allow", allowed)])
+        else:
+            event = build_event(request, match, request_id, int(self._clock() * 1000))
+            try:
+                response = to_response(self._invoke(match.route, event, request_id))
+            except Exception:  # what Lambda reports when a function crashes outside its own handling
+                log.exception("function %s failed (request id %s)", match.route.function, request_id)
+                response = json_error(502, "internal_error", f"the function failed (request id {request_id})")
+        response.headers.append(("apigw-requestid", request_id))
+        return response
