@@ -10,6 +10,10 @@ from __future__ import annotations
 import threading
 from typing import Any
 
+MAX_ATTEMPTS = 3
+CONNECT_TIMEOUT_SECONDS = 1
+READ_TIMEOUT_SECONDS = 2
+
 _lock = threading.Lock()
 _clients: dict[str, Any] = {}
 _session: Any = None
@@ -31,10 +35,14 @@ def client(service: str) -> Any:
             if _session is None:
                 _session = botocore.session.get_session()
 
+            # Worst case of one call: 3 attempts x (1 s connect + 2 s read) + at most 1 + 2 s of
+            # throttling backoff = 12 s, under the 15 s function timeout, so a stuck AWS call ends in
+            # our 503 rather than a Lambda timeout. `total_max_attempts` counts the first attempt;
+            # botocore's `max_attempts` would count retries only (3 → 4 attempts).
             config = Config(
-                retries={"mode": "standard", "max_attempts": 3},
-                connect_timeout=2,
-                read_timeout=4,
+                retries={"mode": "standard", "total_max_attempts": MAX_ATTEMPTS},
+                connect_timeout=CONNECT_TIMEOUT_SECONDS,
+                read_timeout=READ_TIMEOUT_SECONDS,
                 max_pool_connections=32,
             )
             _clients[service] = _session.create_client(service, config=config)
