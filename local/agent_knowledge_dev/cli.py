@@ -8,7 +8,8 @@ subcommand — e.g. `mcp` — write `agent_knowledge_dev/commands/mcp.py` with
 
 and register it here: import the module below and append `mcp.COMMAND` to `COMMANDS`. `run` gets the
 parsed `argparse.Namespace` and returns the exit status; raise `CliError("what to do")` for a user
-mistake (one line on stderr, exit 1, no traceback).
+mistake (one line on stderr, exit 1, no traceback). Add a row for it to the README's "Admin CLI"
+table too: tests/e2e/test_docs.py checks that every command is documented.
 """
 
 from __future__ import annotations
