@@ -6,19 +6,16 @@ The server process talks to a fake knowledge API on loopback in this test proces
 from __future__ import annotations
 
 import json
-import sys
-import tempfile
-from collections.abc import Awaitable, Callable
 from typing import Any
 
-import anyio
 import pytest
 from mcp import types
 from mcp.client.session import ClientSession
-from mcp.client.stdio import StdioServerParameters, stdio_client
 
 from agent_knowledge_host import mcp_server
 from tests.host.fakes import ROUTE, Document, FakeApi, FakeKnowledge
+from tests.host.stdio import Session, text_of
+from tests.host.stdio import run_session as run_stdio_session
 
 TOKEN = "mcp-test-token"
 LONG = "".join(f"Paragraph {n}: 年假 annual leave accrues monthly.\n" for n in range(1200))  # about 55 KB
@@ -31,27 +28,8 @@ def knowledge(api: FakeApi) -> FakeKnowledge:
     return fake
 
 
-def run_session(api: FakeApi, body: Callable[[ClientSession], Awaitable[None]], token: str = TOKEN) -> str:
-    """Start the server over stdio, initialize, run `body`; return what the server wrote to stderr."""
-    parameters = StdioServerParameters(
-        command=sys.executable,
-        args=["-m", "agent_knowledge_host.mcp_server", "--base-url", api.base_url, "--route", ROUTE],
-        env={mcp_server.TOKEN_ENV: token},
-    )
-
-    async def main() -> None:
-        async with stdio_client(parameters, errlog=errlog) as (read, write), ClientSession(read, write) as session:
-            await session.initialize()
-            await body(session)
-
-    with tempfile.TemporaryFile("w+") as errlog:
-        anyio.run(main)
-        errlog.seek(0)
-        return errlog.read()
-
-
-def text_of(result: types.CallToolResult) -> str:
-    return "".join(block.text for block in result.content if isinstance(block, types.TextContent))
+def run_session(api: FakeApi, body: Session) -> str:
+    return run_stdio_session(api.base_url, ROUTE, body, token=TOKEN)
 
 
 def test_tools_search_and_read_a_long_document_through_every_page(api: FakeApi, knowledge: FakeKnowledge) -> None:

@@ -1,0 +1,39 @@
+"""Drive our MCP server process with the `mcp` SDK's own stdio client."""
+
+from __future__ import annotations
+
+import sys
+import tempfile
+from collections.abc import Awaitable, Callable
+
+import anyio
+from mcp import types
+from mcp.client.session import ClientSession
+from mcp.client.stdio import StdioServerParameters, stdio_client
+
+from agent_knowledge_host.mcp_server import TOKEN_ENV
+
+Session = Callable[[ClientSession], Awaitable[None]]
+
+
+def run_session(base_url: str, route: str, body: Session, token: str) -> str:
+    """Start the server over stdio, initialize, run `body`; return what the server wrote to stderr."""
+    parameters = StdioServerParameters(
+        command=sys.executable,
+        args=["-m", "agent_knowledge_host.mcp_server", "--base-url", base_url, "--route", route],
+        env={TOKEN_ENV: token},
+    )
+
+    async def main() -> None:
+        async with stdio_client(parameters, errlog=errlog) as (read, write), ClientSession(read, write) as session:
+            await session.initialize()
+            await body(session)
+
+    with tempfile.TemporaryFile("w+") as errlog:
+        anyio.run(main)
+        errlog.seek(0)
+        return errlog.read()
+
+
+def text_of(result: types.CallToolResult) -> str:
+    return "".join(block.text for block in result.content if isinstance(block, types.TextContent))

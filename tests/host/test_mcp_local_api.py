@@ -1,0 +1,170 @@
+"""End to end: the `mcp` SDK's stdio client → our MCP server process → a real `agent-knowledge serve`.
+
+One local API per module (it takes a few seconds to start); documents are added with the
+admin CLI, as an operator would. Expired references cannot be produced here without waiting
+300 s; that case is covered against the fake API in test_mcp_server.py.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+from mcp.client.session import ClientSession
+
+from agent_knowledge_dev.demo import DEMO_ROUTE, DEMO_TOKEN
+from tests.host.fakes import CHAIN_MAX_BYTES
+from tests.host.stdio import run_session, text_of
+
+CLI = [sys.executable, "-m", "agent_knowledge_dev.cli"]
+READY_TIMEOUT = 60  # a safety net for a loaded 2-core machine, not a speed claim
+GUIDE = "# Zephyrine operations guide\n\n" + "".join(
+    f"Step {n}: the zephyrine valve is checked twice; 检查阀门 before every shift.\n\n" for n in range(1400)
+)  # about 115 KB: several pages, within the 128 KiB chain
+ARCHIVE = "# Quillwort archive\n\n" + "".join(
+    f"Entry {n}: quillwort samples are archived in the cold room.\n\n" for n in range(3000)
+)  # about 180 KB: longer than the chain
+
+
+@dataclass
+class LocalApi:
+    base_url: str
+    environment: dict[str, str]
+    tmp: Path
+
+    def put_document(self, key: str, text: str) -> None:
+        path = self.tmp / f"{key}.md"
+        path.write_text(text, encoding="utf-8")
+        done = subprocess.run(
+            [*CLI, "doc", "put", "handbook", key, "--file", str(path)],
+            env=self.environment,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        assert done.returncode == 0, done.stderr
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+def answers(url: str) -> bool:
+    request = urllib.request.Request(url, headers={"Authorization": f"Bearer {DEMO_TOKEN}"})
+    try:
+        with urllib.request.urlopen(request, timeout=5) as response:
+            return bool(response.status == 200)
+    except (urllib.error.URLError, OSError):
+        return False
+
+
+@pytest.fixture(scope="module")
+def local_api(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalApi]:
+    tmp = tmp_path_factory.mktemp("host-e2e")
+    environment = {k: v for k, v in os.environ.items() if not k.startswith(("AWS_", "POWERTOOLS_"))}
+    environment["AGENT_KNOWLEDGE_STATE_DIR"] = str(tmp / "state")
+    port = free_port()
+    base_url = f"http://127.0.0.1:{port}"
+    with (tmp / "serve.out").open("wb") as sink:
+        process = subprocess.Popen(
+            [*CLI, "serve", "--port", str(port), "--quiet"], env=environment, stdout=sink, stderr=subprocess.STDOUT
+        )
+    try:
+        capabilities = f"{base_url}/agent-api/v1/workspaces/{DEMO_ROUTE}/knowledge/capabilities"
+        deadline = time.monotonic() + READY_TIMEOUT
+        while not answers(capabilities):
+            assert process.poll() is None, (tmp / "serve.out").read_text(errors="replace")
+            assert time.monotonic() < deadline, "serve did not start"
+            time.sleep(0.1)
+        api = LocalApi(base_url, environment, tmp)
+        api.put_document("zephyrine-guide", GUIDE)
+        api.put_document("quillwort-archive", ARCHIVE)
+        yield api
+    finally:
+        process.send_signal(signal.SIGINT)
+        try:
+            process.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+
+
+async def read_every_page(session: ClientSession, ref: str) -> list[dict[str, Any]]:
+    pages: list[dict[str, Any]] = []
+    cursor = None
+    while True:
+        arguments = {"ref": ref, "max_bytes": 32768} | ({"cursor": cursor} if cursor else {})
+        page = await session.call_tool("knowledge_read", arguments)
+        assert not page.is_error, text_of(page)
+        pages.append(page.structured_content)
+        cursor = page.structured_content["next_cursor"]
+        if cursor is None:
+            return pages
+
+
+def test_search_and_read_whole_documents_through_mcp(local_api: LocalApi) -> None:
+    seen: dict[str, Any] = {}
+
+    async def body(session: ClientSession) -> None:
+        seen["tools"] = sorted(tool.name for tool in (await session.list_tools()).tools)
+        guide = await session.call_tool("knowledge_search", {"query": "zephyrine valve"})
+        archive = await session.call_tool("knowledge_search", {"query": "quillwort samples"})
+        seen["guide_hint"] = guide.structured_content["hints"][0]
+        seen["guide_pages"] = await read_every_page(session, seen["guide_hint"]["ref"])
+        seen["archive_pages"] = await read_every_page(session, archive.structured_content["hints"][0]["ref"])
+
+    run_session(local_api.base_url, DEMO_ROUTE, body, token=DEMO_TOKEN)
+
+    assert seen["tools"] == ["knowledge_read", "knowledge_search"]
+    hint = seen["guide_hint"]
+    assert (hint["title"], hint["trust"]) == ("Zephyrine operations guide", "reference_only")
+
+    guide_pages = seen["guide_pages"]
+    assert len(guide_pages) > 1
+    assert "".join(page["content"] for page in guide_pages) == GUIDE
+    assert not guide_pages[-1]["truncated"] and not guide_pages[-1]["budget_exhausted"]
+    assert all(page["trust"] == "reference_only" and page["revision"] == hint["revision"] for page in guide_pages)
+
+    archive_pages = seen["archive_pages"]
+    archive_served = "".join(page["content"] for page in archive_pages)
+    assert archive_pages[-1]["budget_exhausted"] and archive_pages[-1]["truncated"]
+    assert ARCHIVE.startswith(archive_served) and len(archive_served.encode("utf-8")) <= CHAIN_MAX_BYTES
+    assert archive_pages[-1]["total_content_bytes"] == len(ARCHIVE.encode("utf-8"))
+
+
+def test_changed_and_forged_references_are_tool_errors(local_api: LocalApi) -> None:
+    local_api.put_document("ephemeral-note", "# Ephemeral note\n\nThe marmoset key opens the east door.\n")
+    seen: dict[str, Any] = {}
+
+    async def search(session: ClientSession) -> None:
+        found = await session.call_tool("knowledge_search", {"query": "marmoset key"})
+        seen["ref"] = found.structured_content["hints"][0]["ref"]
+
+    async def read_old_and_forged(session: ClientSession) -> None:
+        seen["changed"] = await session.call_tool("knowledge_read", {"ref": seen["ref"]})
+        forged = seen["ref"][:-4] + ("AAAA" if not seen["ref"].endswith("AAAA") else "BBBB")
+        seen["forged"] = await session.call_tool("knowledge_read", {"ref": forged})
+
+    run_session(local_api.base_url, DEMO_ROUTE, search, token=DEMO_TOKEN)
+    local_api.put_document("ephemeral-note", "# Ephemeral note\n\nThe marmoset key now opens the west door.\n")
+    run_session(local_api.base_url, DEMO_ROUTE, read_old_and_forged, token=DEMO_TOKEN)
+
+    assert seen["changed"].is_error
+    assert "knowledge_read: knowledge_changed (HTTP 409)" in text_of(seen["changed"])
+    assert seen["forged"].is_error
+    assert "knowledge_read: knowledge_reference_invalid (HTTP 400)" in text_of(seen["forged"])
+    assert json.dumps(seen["forged"].model_dump(mode="json")).count("Search again") >= 1
