@@ -50,6 +50,13 @@ class TaskNotActive(KnowledgeError):
     default_message = "the managed task is not active for this session"
 
 
+class TurnConflict(KnowledgeError):
+    """The idempotency key (turn, message or run completion) is already bound to another request."""
+
+    code = "turn_conflict"
+    default_message = "this turn was already started with a different request"
+
+
 class ReferenceInvalid(KnowledgeError):
     code = "knowledge_reference_invalid"
     default_message = "the knowledge reference or cursor is invalid"

@@ -33,6 +33,7 @@ STATUS_BY_ERROR: dict[type[errors.KnowledgeError], int] = {
     errors.RunNotFound: 404,
     errors.RunNotReady: 409,
     errors.TaskNotActive: 409,
+    errors.TurnConflict: 409,
     errors.ReferenceInvalid: 400,
     errors.ReferenceExpired: 410,
     errors.ScopeChanged: 409,

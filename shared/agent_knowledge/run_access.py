@@ -2,15 +2,18 @@
 
 A run belongs to one session, client and route. The public endpoints need it `context_ready`
 and unexpired; server-side turn preparation may also use a `preparing` run. A run bound to a
-managed task also needs the task active, unexpired and the session still a member. A session
-marked task-required may only use knowledge through such a run.
+managed task also needs the task active, unexpired and the session still a member, and no
+member revoked: revoking any member blocks the whole task. That is checked here, on every use,
+rather than by marking the task at revocation, because sessions are revoked by the platform
+(not only through our admin code) and a check at use cannot be missed. A session marked
+task-required may only use knowledge through such a run.
 """
 
 from __future__ import annotations
 
 from agent_knowledge.errors import RunNotFound, RunNotReady, TaskNotActive
 from agent_knowledge.identity import Caller
-from agent_knowledge.records import RunRecord
+from agent_knowledge.records import RunRecord, TaskRecord
 from agent_knowledge.repositories import Repositories
 
 
@@ -43,7 +46,19 @@ def authorize_run(
         if caller.session.task_required:
             raise TaskNotActive("this session may only use knowledge through a run of its managed task")
         return run
-    task = repositories.tasks.get(run.task_id)
-    if task is None or task.state != "active" or task.expires_at <= now or caller.session_id not in task.members:
-        raise TaskNotActive()
+    ensure_task_usable(repositories, run.task_id, caller.session_id, now)
     return run
+
+
+def ensure_task_usable(repositories: Repositories, task_id: str, session_id: str, now: float) -> TaskRecord:
+    """The task, if it is active, unexpired, has `session_id` as a member and no revoked member."""
+    task = repositories.tasks.get(task_id)
+    if task is None or task.state != "active" or task.expires_at <= now or session_id not in task.members:
+        raise TaskNotActive()
+    for member in task.members:
+        if member == session_id:
+            continue  # the caller's own session was revalidated just now
+        session = repositories.sessions.get_by_id(member)
+        if session is None or session.revoked:
+            raise TaskNotActive("a member of the managed task was revoked; the task is blocked")
+    return task

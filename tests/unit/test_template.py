@@ -58,6 +58,8 @@ def test_routes_are_the_protocol_routes():
         ("GET", f"{base}/capabilities", "capabilities"),
         ("POST", f"{base}/search", "search"),
         ("POST", f"{base}/read", "read"),
+        ("POST", "/agent-api/v1/workspaces/{route}/turns", "turns"),
+        ("POST", "/agent-api/v1/runs/{run_id}/complete", "completerun"),
     } <= routes
     for route in function_routes():
         assert (route.code_uri / "app.py").is_file()
@@ -93,6 +95,22 @@ def test_functions_only_get_read_access_and_no_wildcard_allow():
             for policy in resource["Properties"]["Policies"]:
                 (template_name,) = policy
                 assert template_name in {"DynamoDBReadPolicy", "S3ReadPolicy", "AWSSecretsManagerGetSecretValuePolicy"}
+
+
+def test_turn_functions_write_only_the_runs_table():
+    document = load_template()
+    for name in ("TurnsFunction", "CompleteRunFunction"):
+        policies = document["Resources"][name]["Properties"]["Policies"]
+        writes = [p for p in policies if "DynamoDBCrudPolicy" in p]
+        assert writes == [{"DynamoDBCrudPolicy": {"TableName": {"Ref": "RunsTable"}}}], name
+        for policy in policies:
+            (template_name,) = policy
+            assert template_name in {
+                "DynamoDBReadPolicy",
+                "DynamoDBCrudPolicy",
+                "S3ReadPolicy",
+                "AWSSecretsManagerGetSecretValuePolicy",
+            }
 
 
 def test_every_function_has_a_log_group_with_retention():

@@ -18,6 +18,7 @@ from agent_knowledge.repositories.config import (
 from agent_knowledge.repositories.documents import DocumentRepository
 from agent_knowledge.repositories.runs import RunRepository
 from agent_knowledge.repositories.sessions import SessionRepository
+from agent_knowledge.repositories.turns import TurnRepository
 from agent_knowledge.settings import Settings, get_settings
 
 
@@ -31,6 +32,7 @@ class Repositories:
     documents: DocumentRepository
     bodies: BodyStore
     runs: RunRepository
+    turns: TurnRepository
 
     @classmethod
     def build(cls, settings: Settings, dynamodb: Any, s3: Callable[[], Any]) -> Repositories:
@@ -43,6 +45,7 @@ class Repositories:
             documents=DocumentRepository(dynamodb, settings.documents_table),
             bodies=BodyStore(s3, settings.bodies_bucket),
             runs=RunRepository(dynamodb, settings.runs_table),
+            turns=TurnRepository(dynamodb, settings.runs_table),
         )
 
 

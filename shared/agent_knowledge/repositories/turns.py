@@ -1,0 +1,201 @@
+"""Turn idempotency records, in the runs table beside the runs they point to.
+
+Three kinds of item, each claimed with a conditional put (`attribute_not_exists(pk)`), so that
+exactly one request wins a key however many arrive at once:
+
+- `turn#<key>`: one per (session, route, conversation, turn). Holds the request hash, the
+  user message id, the run id, a preparation lease and — once prepared — the frozen context
+  (the exact response bytes, zlib-compressed to stay far below DynamoDB's 400 KB item limit).
+- `message#<key>`: one per (session, route, user_message_id), naming the turn that used it.
+- `completion#<run_id>`: the fingerprint of the request that completed the run.
+
+All of them expire with their run (DynamoDB TTL on `ttl`).
+"""
+
+from __future__ import annotations
+
+import zlib
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from botocore.exceptions import ClientError
+
+from agent_knowledge.repositories.dynamo import from_item, is_conditional_failure, key, storage_errors, to_item
+
+# Same grace as runs: the records outlive their run by a day, then TTL removes them.
+TTL_GRACE_SECONDS = 86_400
+
+TurnState = Literal["preparing", "ready"]
+
+
+@dataclass(frozen=True)
+class TurnClaim:
+    key: str
+    request_hash: str
+    user_message_id: str
+    run_id: str
+    state: TurnState
+    lease_until: int
+    expires_at: int
+    context: str | None = None
+
+
+@dataclass(frozen=True)
+class CompletionClaim:
+    run_id: str
+    fingerprint: str
+    state: str
+    assistant_message_id: str
+    completed_at: int
+
+
+class TurnRepository:
+    def __init__(self, dynamodb: Any, table: str) -> None:
+        self._dynamodb = dynamodb
+        self._table = table
+
+    def _get(self, pk: str) -> dict[str, Any] | None:
+        with storage_errors("run storage"):
+            response = self._dynamodb.get_item(TableName=self._table, Key=key(pk=pk), ConsistentRead=True)
+        item = response.get("Item")
+        return from_item(item) if item else None
+
+    def _put_new(self, values: dict[str, Any]) -> bool:
+        try:
+            with storage_errors("run storage"):
+                self._dynamodb.put_item(
+                    TableName=self._table, Item=to_item(values), ConditionExpression="attribute_not_exists(pk)"
+                )
+        except ClientError as exc:
+            if is_conditional_failure(exc):
+                return False
+            raise
+        return True
+
+    def _update(self, pk: str, expression: str, condition: str, values: dict[str, Any]) -> bool:
+        try:
+            with storage_errors("run storage"):
+                self._dynamodb.update_item(
+                    TableName=self._table,
+                    Key=key(pk=pk),
+                    UpdateExpression=expression,
+                    ConditionExpression=condition,
+                    ExpressionAttributeNames={"#s": "state"},
+                    ExpressionAttributeValues=to_item(values),
+                )
+        except ClientError as exc:
+            if is_conditional_failure(exc):
+                return False
+            raise
+        return True
+
+    # user_message_id ------------------------------------------------------------------------
+
+    def claim_message(self, message_key: str, turn_key: str, expires_at: int) -> tuple[str, bool]:
+        """The turn key that owns the message (ours or an earlier one), and whether we just claimed it."""
+        values = {"pk": f"message#{message_key}", "turn_key": turn_key, "ttl": expires_at + TTL_GRACE_SECONDS}
+        if self._put_new(values):
+            return turn_key, True
+        existing = self._get(f"message#{message_key}")
+        if existing is None:  # removed in between (released or expired): try once more
+            return (turn_key, True) if self._put_new(values) else (turn_key, False)
+        return str(existing["turn_key"]), False
+
+    def release_message(self, message_key: str, turn_key: str) -> None:
+        """Undo a claim this request made for a turn it then could not use."""
+        try:
+            with storage_errors("run storage"):
+                self._dynamodb.delete_item(
+                    TableName=self._table,
+                    Key=key(pk=f"message#{message_key}"),
+                    ConditionExpression="turn_key = :t",
+                    ExpressionAttributeValues={":t": {"S": turn_key}},
+                )
+        except ClientError as exc:
+            if not is_conditional_failure(exc):
+                raise
+
+    # turns ----------------------------------------------------------------------------------
+
+    def claim_turn(self, claim: TurnClaim) -> TurnClaim | None:
+        """Create the turn record; None if created, else the record that already holds the key."""
+        values = {
+            "pk": f"turn#{claim.key}",
+            "request_hash": claim.request_hash,
+            "user_message_id": claim.user_message_id,
+            "run_id": claim.run_id,
+            "state": claim.state,
+            "lease_until": claim.lease_until,
+            "expires_at": claim.expires_at,
+            "ttl": claim.expires_at + TTL_GRACE_SECONDS,
+        }
+        if self._put_new(values):
+            return None
+        existing = self.get_turn(claim.key)
+        # Gone in between only if it expired this very moment; a retry then creates it afresh.
+        return existing if existing is not None else self.claim_turn(claim)
+
+    def get_turn(self, turn_key: str) -> TurnClaim | None:
+        item = self._get(f"turn#{turn_key}")
+        if item is None:
+            return None
+        context = item.get("context")
+        return TurnClaim(
+            key=turn_key,
+            request_hash=str(item["request_hash"]),
+            user_message_id=str(item["user_message_id"]),
+            run_id=str(item["run_id"]),
+            state=item["state"],
+            lease_until=int(item["lease_until"]),
+            expires_at=int(item["expires_at"]),
+            context=zlib.decompress(context).decode("utf-8") if context is not None else None,
+        )
+
+    def renew_lease(self, turn_key: str, expected_lease: int, lease_until: int) -> bool:
+        """Take over the preparation of a turn whose preparer stopped (its lease ran out)."""
+        return self._update(
+            f"turn#{turn_key}",
+            "SET lease_until = :new",
+            "#s = :preparing AND lease_until = :old",
+            {":new": lease_until, ":old": expected_lease, ":preparing": "preparing"},
+        )
+
+    def freeze(self, turn_key: str, run_id: str, lease_until: int, context: str) -> bool:
+        """Store the prepared context once; False if another preparer took the turn over."""
+        return self._update(
+            f"turn#{turn_key}",
+            "SET #s = :ready, context = :context",
+            "#s = :preparing AND run_id = :run AND lease_until = :lease",
+            {
+                ":ready": "ready",
+                ":preparing": "preparing",
+                ":run": run_id,
+                ":lease": lease_until,
+                ":context": zlib.compress(context.encode("utf-8")),
+            },
+        )
+
+    # run completion ------------------------------------------------------------------------
+
+    def claim_completion(self, claim: CompletionClaim, expires_at: int) -> CompletionClaim | None:
+        """Record how the run was completed; None if recorded now, else the earlier completion."""
+        values = {
+            "pk": f"completion#{claim.run_id}",
+            "fingerprint": claim.fingerprint,
+            "state": claim.state,
+            "assistant_message_id": claim.assistant_message_id,
+            "completed_at": claim.completed_at,
+            "ttl": expires_at + TTL_GRACE_SECONDS,
+        }
+        if self._put_new(values):
+            return None
+        item = self._get(f"completion#{claim.run_id}")
+        if item is None:
+            return self.claim_completion(claim, expires_at)
+        return CompletionClaim(
+            run_id=claim.run_id,
+            fingerprint=str(item["fingerprint"]),
+            state=str(item["state"]),
+            assistant_message_id=str(item["assistant_message_id"]),
+            completed_at=int(item["completed_at"]),
+        )

@@ -1,0 +1,189 @@
+"""Starting a turn: one frozen run and context per (session, route, conversation, turn).
+
+Idempotency rests on DynamoDB conditional writes in the runs table (see docs/turns.md):
+
+1. the `user_message_id` is claimed for this turn key — used by another turn → `turn_conflict`;
+2. the turn key is claimed with the hash of the whole request, a fresh run id and a short
+   preparation lease. Exactly one request wins the claim, however many arrive at once;
+3. the winner creates the run (`preparing`), prepares its knowledge context, moves the run to
+   `context_ready` and stores the exact response bytes on the turn record (`ready`);
+4. a request that finds the key taken compares request hashes: different → `turn_conflict`;
+   the same → it returns the stored bytes, waiting a bounded time while the winner prepares.
+   If the winner stopped (its lease ran out) the waiter takes the preparation over, with the
+   same run id.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import time
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+
+from agent_knowledge import jsonbytes
+from agent_knowledge.dependencies import Dependencies
+from agent_knowledge.errors import RunNotReady, TaskNotActive, TurnConflict
+from agent_knowledge.identity import Caller
+from agent_knowledge.observability import logger, metrics
+from agent_knowledge.records import RunRecord
+from agent_knowledge.repositories.turns import TurnClaim
+from agent_knowledge.run_access import ensure_task_usable
+from agent_knowledge.scope import canonical_json
+from agent_knowledge.turn_models import TaskBinding, TurnRequest
+from agent_knowledge.turns_context import prepare_context
+
+# A preparer that has not finished within this time is presumed gone; a replay may take over.
+LEASE_SECONDS = 30
+# How long a concurrent identical request waits for the winner's context (wall-clock).
+WAIT_SECONDS = 10.0
+WAIT_INTERVAL_SECONDS = 0.05
+
+
+@dataclass(frozen=True)
+class TurnOutcome:
+    run_id: str
+    body: str  # the exact response bytes (as text), identical on every replay
+    replayed: bool
+
+
+def _digest(*parts: str) -> str:
+    return hashlib.sha256(canonical_json(list(parts))).hexdigest()
+
+
+def turn_key(caller: Caller, request: TurnRequest) -> str:
+    return _digest(
+        "turn",
+        caller.session_id,
+        caller.client_app_id,
+        caller.route.route,
+        request.client_conversation_id,
+        request.client_turn_id,
+    )
+
+
+def message_key(caller: Caller, user_message_id: str) -> str:
+    return _digest("message", caller.session_id, caller.client_app_id, caller.route.route, user_message_id)
+
+
+def request_hash(request: TurnRequest) -> str:
+    """SHA-256 over the whole request, knowledge_delivery and task_binding included."""
+    return hashlib.sha256(canonical_json(request.model_dump(mode="json"))).hexdigest()
+
+
+def bound_task_id(deps: Dependencies, caller: Caller, binding: TaskBinding | None, now: float) -> str | None:
+    """The managed task this turn's run is bound to, after checking the binding against the task."""
+    if binding is None:
+        if caller.session.task_required:
+            raise TaskNotActive("this session's turns must be bound to its managed task")
+        return None
+    task = ensure_task_usable(deps.repositories, binding.task_id, caller.session_id, now)
+    if not hmac.compare_digest(task.scope_hash, binding.scope_hash):
+        raise TaskNotActive("the task binding does not match the managed task")
+    return task.task_id
+
+
+def start_turn(
+    deps: Dependencies,
+    caller: Caller,
+    request: TurnRequest,
+    run_ttl_seconds: int,
+    sleep: Callable[[float], None] = time.sleep,
+) -> TurnOutcome:
+    repositories = deps.repositories
+    now = deps.clock()
+    # Checked on replays too: a paused task or a revoked member stops the turn either way.
+    task_id = bound_task_id(deps, caller, request.task_binding, now)
+    key = turn_key(caller, request)
+    fingerprint = request_hash(request)
+    expires_at = int(now) + run_ttl_seconds
+
+    messages = message_key(caller, request.user_message_id)
+    owner, claimed_message = repositories.turns.claim_message(messages, key, expires_at)
+    if owner != key:
+        raise TurnConflict("this user_message_id was already used by another turn")
+
+    claim = TurnClaim(
+        key=key,
+        request_hash=fingerprint,
+        user_message_id=request.user_message_id,
+        run_id=f"run_{uuid.uuid4().hex}",
+        state="preparing",
+        lease_until=int(now) + LEASE_SECONDS,
+        expires_at=expires_at,
+    )
+    existing = repositories.turns.claim_turn(claim)
+    if existing is None:
+        return _prepare(deps, caller, request, claim, task_id)
+    if not hmac.compare_digest(existing.request_hash, fingerprint):
+        if claimed_message:
+            repositories.turns.release_message(messages, key)
+        raise TurnConflict()
+    return _replay(deps, caller, request, existing, task_id, sleep)
+
+
+def _replay(
+    deps: Dependencies,
+    caller: Caller,
+    request: TurnRequest,
+    existing: TurnClaim,
+    task_id: str | None,
+    sleep: Callable[[float], None],
+) -> TurnOutcome:
+    deadline = time.monotonic() + WAIT_SECONDS
+    current: TurnClaim | None = existing
+    while current is not None:
+        if current.state == "ready" and current.context is not None:
+            metrics.add_metric(name="TurnReplays", unit="Count", value=1)
+            return TurnOutcome(current.run_id, current.context, replayed=True)
+        now = deps.clock()
+        if current.lease_until <= now:
+            lease = int(now) + LEASE_SECONDS
+            if deps.repositories.turns.renew_lease(current.key, current.lease_until, lease):
+                logger.info("taking over the preparation of a turn", extra={"run_id": current.run_id})
+                return _prepare(deps, caller, request, replace(current, lease_until=lease), task_id)
+        if time.monotonic() >= deadline:
+            break
+        sleep(WAIT_INTERVAL_SECONDS)
+        current = deps.repositories.turns.get_turn(existing.key)
+    raise RunNotReady("the turn is still being prepared; retry shortly")
+
+
+def _prepare(
+    deps: Dependencies, caller: Caller, request: TurnRequest, claim: TurnClaim, task_id: str | None
+) -> TurnOutcome:
+    repositories = deps.repositories
+    run = RunRecord(
+        run_id=claim.run_id,
+        session_id=caller.session_id,
+        client_app_id=caller.client_app_id,
+        route=caller.route.route,
+        state="preparing",
+        task_id=task_id,
+        created_at=int(deps.clock()),
+        expires_at=claim.expires_at,
+    )
+    try:
+        if not repositories.runs.create(run):  # taken over: the run exists already
+            existing = repositories.runs.get(run.run_id)
+            if existing is None or existing.state not in {"preparing", "context_ready"}:
+                raise RunNotReady()
+            run = existing
+        body = jsonbytes.dumps(prepare_context(deps, caller, run, request.user_input, request.knowledge_delivery))
+        if not repositories.runs.transition(run.run_id, "preparing", "context_ready"):
+            current = repositories.runs.get(run.run_id)
+            if current is None or current.state != "context_ready":
+                raise RunNotReady()
+    except Exception:
+        # Give the lease up so that a retry takes the preparation over at once.
+        repositories.turns.renew_lease(claim.key, claim.lease_until, 0)
+        raise
+    if not repositories.turns.freeze(claim.key, run.run_id, claim.lease_until, body):
+        # Our lease ran out and another request took over: its context is the one that counts.
+        stored = repositories.turns.get_turn(claim.key)
+        if stored is not None and stored.state == "ready" and stored.context is not None:
+            return TurnOutcome(stored.run_id, stored.context, replayed=True)
+        raise RunNotReady("the turn is still being prepared; retry shortly")
+    metrics.add_metric(name="RunsCreated", unit="Count", value=1)
+    return TurnOutcome(run.run_id, body, replayed=False)
