@@ -26,7 +26,7 @@ from agent_knowledge.records import DocumentRecord
 from agent_knowledge.repositories import Repositories
 from agent_knowledge.repositories.bodies import body_key
 from agent_knowledge.repositories.documents import document_id
-from agent_knowledge.retrieval.rebuild import rebuild_kb_index
+from agent_knowledge.retrieval.rebuild import RecentChunks, rebuild_kb_index
 
 __all__ = ["MAX_BODY_BYTES", "MEDIA_TYPES", "IngestError", "IngestOutcome", "IngestResult", "Ingestor"]
 
@@ -67,6 +67,9 @@ class Ingestor:
     def __init__(self, repositories: Repositories, clock: Clock = system_clock) -> None:
         self._repositories = repositories
         self._clock = clock
+        # Chunk texts of documents this ingestor just stored: a rebuild after a bulk load then
+        # need not read every body back from S3.
+        self._recent = RecentChunks()
 
     def _require_kb(self, kb_id: str) -> None:
         if not kb_id or self._repositories.knowledge_bases.get(kb_id) is None:
@@ -93,22 +96,25 @@ class Ingestor:
 
     def _store(self, kb_id: str, source_key: str, prepared: PreparedDocument) -> IngestResult:
         documents, bodies = self._repositories.documents, self._repositories.bodies
-        doc_id = document_id(source_key)
         for _ in range(MAX_WRITE_ATTEMPTS):
             now = int(self._clock())
-            existing = documents.get(kb_id, doc_id)
-            if existing and existing.revision == prepared.revision and existing.status == "ready":
-                return IngestResult("skipped", existing)
-            record = _record(
-                kb_id, source_key, prepared, created_at=existing.created_at if existing else now, updated_at=now
-            )
-            if existing is None and not documents.put(record, only_if_new=True):
-                continue  # created concurrently: start over from what is stored now
+            record = _record(kb_id, source_key, prepared, created_at=now, updated_at=now)
+            # Try to create first (the common case in a bulk load: one write, no read). The pending
+            # record leaves out the chunk lists: they matter only once it is ready.
+            pending = record.model_copy(update={"chunk_digests": [], "chunk_offsets": []})
+            existing = None
+            if not documents.put(pending, only_if_new=True):
+                existing = documents.get(kb_id, record.doc_id)
+                if existing is None:
+                    continue  # deleted meanwhile: start over
+                if existing.revision == prepared.revision and existing.status == "ready":
+                    return IngestResult("skipped", existing)
+                record = record.model_copy(update={"created_at": existing.created_at})
             try:
                 stored = bodies.put(record.body_key, prepared.body_bytes, prepared.body_sha256)
             except KnowledgeError:
                 if existing is None:
-                    failed = record.model_copy(update={"status": "error", "error_reason": "body storage failed"})
+                    failed = pending.model_copy(update={"status": "error", "error_reason": "body storage failed"})
                     documents.put(failed, only_if_revision=record.revision)
                 raise
             ready = record.model_copy(update={"status": "ready", "body_etag": stored.etag})
@@ -118,6 +124,7 @@ class Ingestor:
             if existing and existing.body_key != ready.body_key:
                 # Readers holding the old record get "changed, search again" rather than old text.
                 bodies.delete(existing.body_key)
+            self._recent.remember(ready, [chunk.text for chunk in prepared.chunks])
             return IngestResult("created" if existing is None else "updated", ready)
         raise KnowledgeUnavailable("the document is being changed concurrently; try again")
 
@@ -140,4 +147,4 @@ class Ingestor:
     def rebuild_index(self, kb_id: str) -> int:
         """Build and upload the KB's index from its ready documents; returns the new generation."""
         self._require_kb(kb_id)
-        return rebuild_kb_index(self._repositories, kb_id)
+        return rebuild_kb_index(self._repositories, kb_id, known=self._recent)

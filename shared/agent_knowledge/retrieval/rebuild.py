@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 
@@ -16,9 +17,42 @@ from agent_knowledge.retrieval.snapshots import publish
 
 MAX_CLAIM_ATTEMPTS = 50
 BODY_READERS = 8
+# Upper bound of the chunk text RecentChunks holds (characters).
+RECENT_CHUNKS_MAX_CHARS = 64 * 1024 * 1024
+
+
+class RecentChunks:
+    """Chunk texts of recently stored document revisions, bounded in size, safe across threads
+    (single dict operations). Used only when the revision and every chunk digest still match."""
+
+    def __init__(self, max_chars: int = RECENT_CHUNKS_MAX_CHARS) -> None:
+        self._texts: dict[tuple[str, str, str], list[str]] = {}
+        self._chars = 0
+        self._max_chars = max_chars
+        self._lock = threading.Lock()
+
+    def remember(self, record: DocumentRecord, texts: list[str]) -> None:
+        size = sum(len(text) for text in texts)
+        with self._lock:
+            if self._chars + size > self._max_chars:
+                self._texts.clear()
+                self._chars = 0
+            self._texts[(record.kb_id, record.doc_id, record.revision)] = texts
+            self._chars += size
+
+    def chunks_of(self, record: DocumentRecord) -> list[IndexedChunk] | None:
+        texts = self._texts.get((record.kb_id, record.doc_id, record.revision))
+        if texts is None or len(texts) != len(record.chunk_digests):
+            return None
+        chunks = [
+            IndexedChunk(record.doc_id, record.revision, index, digest, text)
+            for index, (text, digest) in enumerate(zip(texts, record.chunk_digests, strict=True))
+        ]
+        return chunks if all(chunk_digest(chunk.text) == chunk.digest for chunk in chunks) else None
 
 
 def _chunks_of(record: DocumentRecord, body: bytes) -> list[IndexedChunk] | None:
+    """The record's chunks cut from the body at its recorded offsets, if their digests match."""
     chunks: list[IndexedChunk] = []
     for index, ((start, end), digest) in enumerate(zip(record.chunk_offsets, record.chunk_digests, strict=True)):
         text = body[start:end].decode("utf-8", errors="strict")
@@ -28,8 +62,12 @@ def _chunks_of(record: DocumentRecord, body: bytes) -> list[IndexedChunk] | None
     return chunks
 
 
-def _indexed_chunks(repositories: Repositories, records: list[DocumentRecord]) -> Iterator[IndexedChunk]:
+def _indexed_chunks(
+    repositories: Repositories, records: list[DocumentRecord], known: RecentChunks | None
+) -> Iterator[IndexedChunk]:
     def load(record: DocumentRecord) -> list[IndexedChunk] | None:
+        if known is not None and (chunks := known.chunks_of(record)) is not None:
+            return chunks
         try:
             return _chunks_of(record, repositories.bodies.read(record.body_key))
         except (BodyMissing, UnicodeDecodeError, ValueError):
@@ -45,7 +83,7 @@ def _indexed_chunks(repositories: Repositories, records: list[DocumentRecord]) -
             yield from chunks
 
 
-def rebuild_kb_index(repositories: Repositories, kb_id: str) -> int:
+def rebuild_kb_index(repositories: Repositories, kb_id: str, known: RecentChunks | None = None) -> int:
     """Claim the next generation, build from the documents ready now, upload; returns the generation."""
     for _ in range(MAX_CLAIM_ATTEMPTS):
         kb = repositories.knowledge_bases.get(kb_id)
@@ -58,7 +96,7 @@ def rebuild_kb_index(repositories: Repositories, kb_id: str) -> int:
             (record for record in repositories.documents.list(kb_id) if record.status == "ready"),
             key=lambda record: record.doc_id,
         )
-        snapshot, count = build_snapshot(_indexed_chunks(repositories, records))
+        snapshot, count = build_snapshot(_indexed_chunks(repositories, records, known))
         publish(repositories.bodies, kb_id, generation, snapshot)
         logger.info(
             "index published",
