@@ -15,16 +15,17 @@ import argparse
 import os
 import sys
 from collections.abc import Sequence
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
-from mcp.server.mcpserver import MCPServer
-from mcp.server.mcpserver.exceptions import ToolError
 from pydantic import Field
 
 from agent_knowledge_host.client import KnowledgeClient
 from agent_knowledge_host.errors import KnowledgeHostError
 from agent_knowledge_host.models import ReadPage, SearchResult
 from agent_knowledge_host.transport import DEFAULT_TIMEOUT_SECONDS
+
+if TYPE_CHECKING:
+    from mcp.server.mcpserver import MCPServer
 
 TOKEN_ENV = "AGENT_KNOWLEDGE_TOKEN"
 
@@ -63,6 +64,11 @@ MaxBytes = Annotated[int | None, Field(ge=4096, le=32768, description="Page budg
 
 
 def build_server(client: KnowledgeClient) -> MCPServer:
+    # Imported here: the SDK takes seconds to import, and the `agent-knowledge` CLI builds this
+    # command's parser on every run.
+    from mcp.server.mcpserver import MCPServer
+    from mcp.server.mcpserver.exceptions import ToolError
+
     server = MCPServer(name="agent-knowledge", instructions=INSTRUCTIONS)
 
     @server.tool(name="knowledge_search", description=SEARCH_DESCRIPTION)

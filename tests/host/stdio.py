@@ -14,13 +14,15 @@ from mcp.client.stdio import StdioServerParameters, stdio_client
 from agent_knowledge_host.mcp_server import TOKEN_ENV
 
 Session = Callable[[ClientSession], Awaitable[None]]
+SERVER_MODULE = ["-m", "agent_knowledge_host.mcp_server"]
+CLI_SUBCOMMAND = ["-m", "agent_knowledge_dev.cli", "mcp"]
 
 
-def run_session(base_url: str, route: str, body: Session, token: str) -> str:
+def run_session(base_url: str, route: str, body: Session, token: str, launcher: list[str] = SERVER_MODULE) -> str:
     """Start the server over stdio, initialize, run `body`; return what the server wrote to stderr."""
     parameters = StdioServerParameters(
         command=sys.executable,
-        args=["-m", "agent_knowledge_host.mcp_server", "--base-url", base_url, "--route", route],
+        args=[*launcher, "--base-url", base_url, "--route", route],
         env={TOKEN_ENV: token},
     )
 

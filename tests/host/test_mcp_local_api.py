@@ -1,4 +1,4 @@
-"""End to end: the `mcp` SDK's stdio client → our MCP server process → a real `agent-knowledge serve`.
+"""End to end: the `mcp` SDK's stdio client → `agent-knowledge mcp` → a real `agent-knowledge serve`.
 
 One local API per module (it takes a few seconds to start); documents are added with the
 admin CLI, as an operator would. Expired references cannot be produced here without waiting
@@ -7,7 +7,6 @@ admin CLI, as an operator would. Expired references cannot be produced here with
 
 from __future__ import annotations
 
-import json
 import os
 import signal
 import socket
@@ -21,12 +20,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import anyio.to_thread
 import pytest
 from mcp.client.session import ClientSession
 
 from agent_knowledge_dev.demo import DEMO_ROUTE, DEMO_TOKEN
 from tests.host.fakes import CHAIN_MAX_BYTES
-from tests.host.stdio import run_session, text_of
+from tests.host.stdio import CLI_SUBCOMMAND, run_session, text_of
 
 CLI = [sys.executable, "-m", "agent_knowledge_dev.cli"]
 READY_TIMEOUT = 60  # a safety net for a loaded 2-core machine, not a speed claim
@@ -38,17 +38,25 @@ ARCHIVE = "# Quillwort archive\n\n" + "".join(
 )  # about 180 KB: longer than the chain
 
 
+NOTE = "# Ephemeral note\n\nThe marmoset key opens the east door.\n"
+
+
 @dataclass
 class LocalApi:
     base_url: str
     environment: dict[str, str]
     tmp: Path
 
-    def put_document(self, key: str, text: str) -> None:
-        path = self.tmp / f"{key}.md"
-        path.write_text(text, encoding="utf-8")
+    def put_documents(self, documents: dict[str, str]) -> None:
+        """`agent-knowledge doc put handbook --dir`: one CLI run for all (the source key is the file name)."""
+        folder = self.tmp / "docs"
+        folder.mkdir(exist_ok=True)
+        for old in folder.iterdir():
+            old.unlink()
+        for key, text in documents.items():
+            (folder / key).write_text(text, encoding="utf-8")
         done = subprocess.run(
-            [*CLI, "doc", "put", "handbook", key, "--file", str(path)],
+            [*CLI, "doc", "put", "handbook", "--dir", str(folder)],
             env=self.environment,
             capture_output=True,
             text=True,
@@ -91,8 +99,7 @@ def local_api(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalApi]:
             assert time.monotonic() < deadline, "serve did not start"
             time.sleep(0.1)
         api = LocalApi(base_url, environment, tmp)
-        api.put_document("zephyrine-guide", GUIDE)
-        api.put_document("quillwort-archive", ARCHIVE)
+        api.put_documents({"zephyrine-guide.md": GUIDE, "quillwort-archive.md": ARCHIVE, "ephemeral-note.md": NOTE})
         yield api
     finally:
         process.send_signal(signal.SIGINT)
@@ -127,7 +134,8 @@ def test_search_and_read_whole_documents_through_mcp(local_api: LocalApi) -> Non
         seen["guide_pages"] = await read_every_page(session, seen["guide_hint"]["ref"])
         seen["archive_pages"] = await read_every_page(session, archive.structured_content["hints"][0]["ref"])
 
-    run_session(local_api.base_url, DEMO_ROUTE, body, token=DEMO_TOKEN)
+    # Launched as a host would from docs/host.md: `agent-knowledge mcp ...`.
+    run_session(local_api.base_url, DEMO_ROUTE, body, token=DEMO_TOKEN, launcher=CLI_SUBCOMMAND)
 
     assert seen["tools"] == ["knowledge_read", "knowledge_search"]
     hint = seen["guide_hint"]
@@ -147,24 +155,22 @@ def test_search_and_read_whole_documents_through_mcp(local_api: LocalApi) -> Non
 
 
 def test_changed_and_forged_references_are_tool_errors(local_api: LocalApi) -> None:
-    local_api.put_document("ephemeral-note", "# Ephemeral note\n\nThe marmoset key opens the east door.\n")
     seen: dict[str, Any] = {}
 
-    async def search(session: ClientSession) -> None:
+    async def body(session: ClientSession) -> None:
         found = await session.call_tool("knowledge_search", {"query": "marmoset key"})
-        seen["ref"] = found.structured_content["hints"][0]["ref"]
-
-    async def read_old_and_forged(session: ClientSession) -> None:
-        seen["changed"] = await session.call_tool("knowledge_read", {"ref": seen["ref"]})
-        forged = seen["ref"][:-4] + ("AAAA" if not seen["ref"].endswith("AAAA") else "BBBB")
+        ref = found.structured_content["hints"][0]["ref"]
+        forged = ref[:-4] + ("AAAA" if not ref.endswith("AAAA") else "BBBB")
         seen["forged"] = await session.call_tool("knowledge_read", {"ref": forged})
+        # An operator edits the document: the reference's revision is gone.
+        changed = NOTE.replace("east", "west")
+        await anyio.to_thread.run_sync(local_api.put_documents, {"ephemeral-note.md": changed})
+        seen["changed"] = await session.call_tool("knowledge_read", {"ref": ref})
 
-    run_session(local_api.base_url, DEMO_ROUTE, search, token=DEMO_TOKEN)
-    local_api.put_document("ephemeral-note", "# Ephemeral note\n\nThe marmoset key now opens the west door.\n")
-    run_session(local_api.base_url, DEMO_ROUTE, read_old_and_forged, token=DEMO_TOKEN)
+    run_session(local_api.base_url, DEMO_ROUTE, body, token=DEMO_TOKEN)
 
-    assert seen["changed"].is_error
-    assert "knowledge_read: knowledge_changed (HTTP 409)" in text_of(seen["changed"])
     assert seen["forged"].is_error
     assert "knowledge_read: knowledge_reference_invalid (HTTP 400)" in text_of(seen["forged"])
-    assert json.dumps(seen["forged"].model_dump(mode="json")).count("Search again") >= 1
+    assert seen["changed"].is_error
+    assert "knowledge_read: knowledge_changed (HTTP 409)" in text_of(seen["changed"])
+    assert "Search again" in text_of(seen["changed"])

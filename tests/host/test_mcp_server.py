@@ -12,6 +12,7 @@ import pytest
 from mcp import types
 from mcp.client.session import ClientSession
 
+from agent_knowledge_dev.cli import main as cli_main
 from agent_knowledge_host import mcp_server
 from tests.host.fakes import ROUTE, Document, FakeApi, FakeKnowledge
 from tests.host.stdio import Session, text_of
@@ -125,3 +126,12 @@ def test_main_refuses_a_base_url_that_is_not_http(monkeypatch: pytest.MonkeyPatc
     monkeypatch.setenv(mcp_server.TOKEN_ENV, TOKEN)
 
     assert mcp_server.main(["--base-url", "file:///etc", "--route", ROUTE]) == 2
+
+
+def test_the_cli_registers_the_mcp_subcommand(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.delenv(mcp_server.TOKEN_ENV, raising=False)
+
+    assert cli_main(["mcp", "--base-url", "http://127.0.0.1:9", "--route", ROUTE]) == 2
+    assert f"agent-knowledge mcp: set {mcp_server.TOKEN_ENV}" in capsys.readouterr().err
