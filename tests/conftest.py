@@ -35,6 +35,9 @@ from agent_knowledge.repositories import Repositories, reset_repositories  # noq
 from agent_knowledge.settings import get_settings, reset_settings  # noqa: E402
 from tests.support.events import LambdaContext, load_function  # noqa: E402
 
+# Every log line of the session is checked for secrets and document bodies (tests/leakcheck.py).
+pytest_plugins = ["tests.leakcheck"]
+
 
 class FakeClock:
     """A clock tests move by hand."""
