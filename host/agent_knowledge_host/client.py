@@ -142,10 +142,13 @@ class KnowledgeClient:
         if sent_mode is not None:
             body["knowledge_delivery"] = sent_mode
 
-        context = _parse(TurnContext, TURN_SCHEMA, self._send(ticket, "POST", "/turns", token, body))
+        raw = _turn_with_provenance(self._send(ticket, "POST", "/turns", token, body))
+        context = _parse(TurnContext, TURN_SCHEMA, raw)
         hints = _checked_delivery(context, sent_mode)
         for hint in hints:
             self._scope.note_reference(ticket, hint.ref, hint.expiry_epoch())
+        for reference in context.knowledge_refs:
+            self._scope.note_reference(ticket, reference.ref, reference.expiry_epoch())
         return Turn(
             context=context,
             requested=knowledge_delivery,
@@ -279,13 +282,29 @@ def _parse(model: type[ModelT], schema: str, raw: dict[str, Any]) -> ModelT:
         raise ProtocolViolation(f"{schema} answer does not match its schema (fields: {', '.join(fields)})") from None
 
 
-def _with_provenance(raw_hints: Any, trust: Any) -> list[dict[str, Any]]:
-    """Hints inherit the answer's trust; anything but reference_only is refused."""
+def _with_provenance(items: Any, trust: Any) -> list[dict[str, Any]]:
+    """Hints, refs and inline bodies inherit the answer's trust; anything but reference_only is refused.
+
+    An item that states its own trust keeps it, so the models refuse one that is not reference_only.
+    """
     if trust != REFERENCE_ONLY:
         raise ProtocolViolation(f"knowledge must be marked {REFERENCE_ONLY!r}, got {trust!r}")
-    if not isinstance(raw_hints, list) or not all(isinstance(hint, dict) for hint in raw_hints):
-        raise ProtocolViolation("hints must be a list of objects")
-    return [{"trust": REFERENCE_ONLY, **hint} for hint in raw_hints]
+    if not isinstance(items, list) or not all(isinstance(item, dict) for item in items):
+        raise ProtocolViolation("knowledge items must be a list of objects")
+    return [{"trust": REFERENCE_ONLY, **item} for item in items]
+
+
+def _turn_with_provenance(raw: dict[str, Any]) -> dict[str, Any]:
+    """Inline bodies and their refs inherit the turn's `governance.knowledge_trust` (reference_only only)."""
+    if raw.get("schema_version") != TURN_SCHEMA:
+        return raw  # `_parse` reports the unknown schema
+    governance = raw.get("governance")
+    trust = governance.get("knowledge_trust") if isinstance(governance, dict) else None
+    return {
+        **raw,
+        "knowledge": _with_provenance(raw.get("knowledge"), trust),
+        "knowledge_refs": _with_provenance(raw.get("knowledge_refs"), trust),
+    }
 
 
 def _parse_search(raw: dict[str, Any]) -> SearchResult:
@@ -311,7 +330,7 @@ def _checked_delivery(context: TurnContext, sent_mode: DeliveryMode | None) -> l
         return []
     if context.knowledge or context.knowledge_refs:
         raise ProtocolViolation("an on_demand turn must not carry inline knowledge")
-    raw_hints = _with_provenance(echo.hints, context.governance.knowledge_trust)
+    raw_hints = _with_provenance(echo.hints or [], context.governance.knowledge_trust)
     try:
         return [Hint.model_validate(hint) for hint in raw_hints]
     except ValidationError:

@@ -24,6 +24,18 @@ REFERENCE_ONLY: Final = "reference_only"
 DeliveryMode = Literal["inline", "on_demand"]
 
 
+def epoch_of(expires_at: int | float | str | None) -> float | None:
+    """An `expires_at` (epoch seconds or ISO 8601, e.g. "2026-12-02T16:59:52Z") as epoch seconds, or None."""
+    if expires_at is None or isinstance(expires_at, int | float):
+        return None if expires_at is None else float(expires_at)
+    try:
+        moment = datetime.fromisoformat(expires_at.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    # A time without a zone is not trusted to mean UTC: unknown, so nothing is cached on it.
+    return moment.timestamp() if moment.tzinfo is not None else None
+
+
 class WireModel(BaseModel):
     model_config = ConfigDict(extra="ignore", frozen=True)
 
@@ -63,13 +75,7 @@ class Hint(WireModel):
     expires_at: int | float | str = Field(description="When the reference stops working.")
 
     def expiry_epoch(self) -> float | None:
-        """`expires_at` as epoch seconds, or None when it cannot be understood."""
-        if isinstance(self.expires_at, int | float):
-            return float(self.expires_at)
-        try:
-            return datetime.fromisoformat(self.expires_at.replace("Z", "+00:00")).timestamp()
-        except ValueError:
-            return None
+        return epoch_of(self.expires_at)
 
 
 class SearchResult(WireModel):
@@ -124,10 +130,29 @@ class ReadChain(BaseModel):
 
 
 class InlineKnowledge(WireModel):
+    """A body delivered inline with a legacy or inline turn. Reference material, not instructions."""
+
+    trust: Literal["reference_only"]
     title: str
     content: str
+    revision: str
     score: float | None = None
-    revision: str | None = None
+    #: The server cut the body (inline bodies are bounded); read the matching knowledge_ref for more.
+    content_truncated: bool = False
+
+
+class KnowledgeRef(WireModel):
+    """A run-bound reference to an inline document, readable with the turn's run_id."""
+
+    trust: Literal["reference_only"]
+    ref: str
+    title: str
+    revision: str
+    score: float | None = None
+    expires_at: int | float | str | None = None
+
+    def expiry_epoch(self) -> float | None:
+        return epoch_of(self.expires_at)
 
 
 class KnowledgeDelivery(WireModel):
@@ -136,7 +161,9 @@ class KnowledgeDelivery(WireModel):
     protocol: str
     knowledge_scope_revision: str
     status: Literal["ok", "disabled", "unavailable", "partial"]
-    hints: list[dict[str, Any]] = []
+    # Raw here: `Turn.hints` holds them validated and with provenance.
+    hints: list[dict[str, Any]] | None = None
+    truncated: bool | None = None
 
 
 class TurnContextBody(WireModel):
@@ -154,7 +181,7 @@ class TurnContext(WireModel):
     instructions: str
     governance: Governance
     knowledge: list[InlineKnowledge]
-    knowledge_refs: list[Any]
+    knowledge_refs: list[KnowledgeRef]
     context: TurnContextBody
 
 

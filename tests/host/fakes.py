@@ -13,6 +13,7 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
@@ -65,6 +66,11 @@ def capabilities_body(**changes: Any) -> dict[str, Any]:
     return body
 
 
+def iso_utc(epoch_seconds: float) -> str:
+    """The server's `expires_at` format."""
+    return datetime.fromtimestamp(int(epoch_seconds), UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
 def hint_body(ref: str, title: str = "Handbook", revision: str = "rev-1", **changes: Any) -> dict[str, Any]:
     body = {
         "ref": ref,
@@ -72,7 +78,7 @@ def hint_body(ref: str, title: str = "Handbook", revision: str = "rev-1", **chan
         "summary": f"An excerpt of {title}.",
         "revision": revision,
         "score": 1.5,
-        "expires_at": int(time.time()) + REFERENCE_TTL_SECONDS,
+        "expires_at": iso_utc(time.time() + REFERENCE_TTL_SECONDS),
     }
     body.update(changes)
     return body
@@ -82,7 +88,10 @@ def turn_body(request: Request, hints: list[dict[str, Any]] | None = None, **cha
     """A turn answer shaped by what the request asked for, as the spec describes it."""
     assert request.body is not None
     mode = request.body.get("knowledge_delivery")
-    inline = [{"title": "Handbook", "content": "Inline body.", "score": 1.5, "revision": "rev-1"}]
+    document = {"title": "Handbook", "revision": "rev-1", "score": 1.5}
+    inline = [{**document, "content": "Inline body.", "content_truncated": False}]
+    expires_at = iso_utc(time.time() + REFERENCE_TTL_SECONDS)
+    refs = [{**document, "ref": "ref-inline", "expires_at": expires_at}]
     body: dict[str, Any] = {
         "schema_version": "bailing.agent-turn-context.v1",
         "run_id": f"run-{request.body['client_turn_id']}",
@@ -90,7 +99,7 @@ def turn_body(request: Request, hints: list[dict[str, Any]] | None = None, **cha
         "instructions": "Answer politely.",
         "governance": {"knowledge_trust": "reference_only"},
         "knowledge": [] if mode == "on_demand" else inline,
-        "knowledge_refs": [] if mode == "on_demand" else ["ref-inline"],
+        "knowledge_refs": [] if mode == "on_demand" else refs,
         "context": {},
     }
     if mode is not None:
@@ -100,8 +109,9 @@ def turn_body(request: Request, hints: list[dict[str, Any]] | None = None, **cha
             "protocol": "bailing.agent-knowledge.v1",
             "knowledge_scope_revision": "scope-1",
             "status": "ok",
-            "hints": (hints or [hint_body("ref-turn")]) if mode == "on_demand" else [],
         }
+        if mode == "on_demand":
+            body["context"]["knowledge_delivery"].update(hints=hints or [hint_body("ref-turn")], truncated=False)
     body.update(changes)
     return body
 

@@ -13,7 +13,8 @@ import pytest
 
 from agent_knowledge_host import KnowledgeClient
 from agent_knowledge_host import errors as e
-from tests.host.fakes import ROUTE, Answer, Document, FakeApi, FakeKnowledge, Request, turn_body
+from agent_knowledge_host.models import epoch_of
+from tests.host.fakes import ROUTE, Answer, Document, FakeApi, FakeKnowledge, Request, hint_body, turn_body
 
 WAIT_SECONDS = 10  # only a safety net so a broken test fails instead of hanging
 
@@ -139,6 +140,37 @@ def test_entries_do_not_outlive_their_references(api: FakeApi, knowledge: FakeKn
     client.search("leave")
 
     assert len(api.calls("/knowledge/search")) == 2
+
+
+@pytest.mark.parametrize(
+    ("expires_at", "epoch"),
+    [
+        ("2026-12-02T16:59:52Z", 1796230792.0),
+        ("2026-12-02T17:59:52+01:00", 1796230792.0),
+        (1796230792, 1796230792.0),
+        ("2026-12-02T16:59:52", None),  # no zone: not trusted, so nothing is cached on it
+        ("soon", None),
+        (None, None),
+    ],
+)
+def test_expiry_is_understood_or_unknown(expires_at: str | int | None, epoch: float | None) -> None:
+    assert epoch_of(expires_at) == epoch
+
+
+def test_pages_of_a_turns_references_are_cached_within_that_turn(api: FakeApi, knowledge: FakeKnowledge) -> None:
+    reference = {**hint_body("ref:handbook:token-a"), "score": 1.0}
+    del reference["summary"]
+    api.on("POST", "/turns", lambda request: (200, turn_body(request, knowledge_refs=[reference])))
+    client = KnowledgeClient(api.base_url, ROUTE, Tokens())
+
+    turn = client.start_turn("conv-1", "turn-1", "msg-1", "question")
+    first = client.read(turn.context.knowledge_refs[0].ref, run_id=turn.run_id)
+    again = client.read(turn.context.knowledge_refs[0].ref, run_id=turn.run_id)
+    client.start_turn("conv-1", "turn-2", "msg-2", "next question")
+    client.read(turn.context.knowledge_refs[0].ref, run_id=turn.run_id)
+
+    assert again == first
+    assert len(api.calls("/knowledge/read")) == 2
 
 
 def test_a_page_of_an_unknown_reference_is_not_cached(api: FakeApi, knowledge: FakeKnowledge) -> None:

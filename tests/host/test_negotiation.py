@@ -45,7 +45,18 @@ def test_inline_mode_is_echoed_and_keeps_bodies(api: FakeApi) -> None:
     turn = start(client_for(api), "inline")
 
     assert turn.delivered == "inline" and turn.hints == []
-    assert [item.content for item in turn.context.knowledge] == ["Inline body."]
+    (item,) = turn.context.knowledge
+    assert (item.trust, item.title, item.revision) == ("reference_only", "Handbook", "rev-1")
+    assert item.content == "Inline body." and not item.content_truncated
+    (reference,) = turn.context.knowledge_refs
+    assert (reference.trust, reference.ref, reference.revision) == ("reference_only", "ref-inline", "rev-1")
+
+
+def test_a_turn_whose_governance_is_not_reference_only_is_refused(api: FakeApi) -> None:
+    api.on("POST", "/turns", lambda request: (200, turn_body(request, governance={"knowledge_trust": "instructions"})))
+
+    with pytest.raises(e.ProtocolViolation):
+        start(client_for(api), None)
 
 
 def test_a_turn_without_a_delivery_mode_skips_negotiation(api: FakeApi) -> None:
