@@ -37,3 +37,11 @@ def faults(monkeypatch) -> FaultInjector:
 
     monkeypatch.setattr(standard.ExponentialBackoff, "delay_amount", lambda self, context: 0.0)
     return FaultInjector()
+
+
+def pytest_terminal_summary(terminalreporter) -> None:
+    from tests.reliability.fuzzcount import CASES
+
+    if CASES:
+        figures = ", ".join(f"{kind}: {n}" for kind, n in sorted(CASES.items()))
+        terminalreporter.write_line(f"fuzz cases run: {figures} (total {sum(CASES.values())})")
