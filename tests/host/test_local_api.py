@@ -1,4 +1,5 @@
-"""End to end: the `mcp` SDK's stdio client → `agent-knowledge mcp` → a real `agent-knowledge serve`.
+"""End to end against a real `agent-knowledge serve`: the client's turns, and the `mcp` SDK's stdio
+client → `agent-knowledge mcp` → the local API.
 
 One local API per module (it takes a few seconds to start); documents are added with the
 admin CLI, as an operator would. Expired references cannot be produced here without waiting
@@ -25,6 +26,8 @@ import pytest
 from mcp.client.session import ClientSession
 
 from agent_knowledge_dev.demo import DEMO_ROUTE, DEMO_TOKEN
+from agent_knowledge_host import KnowledgeClient
+from agent_knowledge_host import errors as e
 from tests.host.fakes import CHAIN_MAX_BYTES
 from tests.host.stdio import CLI_SUBCOMMAND, run_session, text_of
 
@@ -174,3 +177,28 @@ def test_changed_and_forged_references_are_tool_errors(local_api: LocalApi) -> N
     assert seen["changed"].is_error
     assert "knowledge_read: knowledge_changed (HTTP 409)" in text_of(seen["changed"])
     assert "Search again" in text_of(seen["changed"])
+
+
+def test_client_negotiates_an_on_demand_turn_and_reads_its_hints(local_api: LocalApi) -> None:
+    client = KnowledgeClient(local_api.base_url, DEMO_ROUTE, lambda: DEMO_TOKEN)
+    ask = ("conv-e2e", "turn-1", "msg-1", "How often is the zephyrine valve checked?")
+
+    turn = client.start_turn(*ask, knowledge_delivery="on_demand")
+
+    assert turn.delivered == "on_demand" and turn.fallback_reason is None
+    assert turn.context.knowledge == [] and turn.context.knowledge_refs == []
+    assert turn.context.governance.knowledge_trust == "reference_only"
+    hint = next(hint for hint in turn.hints if hint.title == "Zephyrine operations guide")
+    assert hint.trust == "reference_only"
+    chain = client.read_all(hint.ref, run_id=turn.run_id)
+    assert chain.content == GUIDE and not chain.source_longer_than_chain
+    with pytest.raises(e.ReferenceInvalid):  # the hint is bound to the run
+        client.read(hint.ref)
+    assert client.start_turn(*ask, knowledge_delivery="on_demand").run_id == turn.run_id  # an identical replay
+
+    legacy = client.start_turn("conv-e2e", "turn-2", "msg-2", "How often is the zephyrine valve checked?")
+    assert legacy.delivered == "legacy" and legacy.hints == []
+    assert "Zephyrine operations guide" in [item.title for item in legacy.context.knowledge]
+    assert all(item.trust == "reference_only" for item in legacy.context.knowledge)
+    with pytest.raises(e.TurnConflict):  # the same turn id with another payload
+        client.start_turn(*ask, knowledge_delivery="inline")
