@@ -1,0 +1,155 @@
+"""Turn handler latency in-process against moto, for `inline` and `on_demand` delivery.
+
+Every measured call is a NEW turn (its own client_turn_id and user_message_id), so it does the
+whole preparation: identity, idempotency claims, run creation, retrieval, body reads (inline) or
+hint fitting (on_demand), reference signing, the frozen-context write. Replays of a stored turn
+are measured separately. Queries rotate over English and Chinese questions about the bundled
+sample documents. Modes alternate call by call so both see the same machine noise. For scale,
+the capabilities handler (identity revalidation and the scope: four reads) is timed alongside.
+Powertools' metric lines go to a sink; only the report is printed.
+
+    .venv/bin/python bench/turns_latency.py [--calls 60] [--warmup 10]
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import copy
+import importlib.util
+import io
+import json
+import os
+import statistics
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+QUERIES = [
+    "How many vacation days do I get and how do I request them?",
+    "What is the expense reimbursement process?",
+    "How should I respond to an incident?",
+    "年假怎么申请？",
+    "差旅报销需要哪些材料",
+    "code review checklist",
+]
+ENVIRONMENT = {
+    "AWS_DEFAULT_REGION": "us-east-1",
+    "AWS_REGION": "us-east-1",
+    "AWS_ACCESS_KEY_ID": "testing",
+    "AWS_SECRET_ACCESS_KEY": "testing",
+    "AWS_SECURITY_TOKEN": "testing",
+    "AWS_SESSION_TOKEN": "testing",
+    "POWERTOOLS_TRACE_DISABLED": "true",
+    "POWERTOOLS_SERVICE_NAME": "agent-knowledge-bench",
+    "POWERTOOLS_METRICS_NAMESPACE": "AgentKnowledgeBench",
+    "POWERTOOLS_LOG_LEVEL": "WARNING",
+}
+
+
+class Context:
+    function_name = "bench"
+    memory_limit_in_mb = 512
+    invoked_function_arn = "arn:aws:lambda:us-east-1:123456789012:function:bench"
+    aws_request_id = "bench-request"
+
+    @staticmethod
+    def get_remaining_time_in_millis() -> int:
+        return 15_000
+
+
+def load_handler(name: str) -> Any:
+    spec = importlib.util.spec_from_file_location(f"function_{name}_app", ROOT / "functions" / name / "app.py")
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.lambda_handler
+
+
+def turn_event(base: dict[str, Any], mode: str, number: int) -> dict[str, Any]:
+    event = copy.deepcopy(base)
+    body = {
+        "client_conversation_id": "bench-conversation",
+        "client_turn_id": f"{mode}-{number}",
+        "user_message_id": f"{mode}-message-{number}",
+        "user_input": QUERIES[number % len(QUERIES)],
+        "knowledge_delivery": mode,
+    }
+    event["body"] = json.dumps(body, ensure_ascii=False)
+    return event
+
+
+def timed(handler: Any, event: dict[str, Any]) -> float:
+    started = time.perf_counter()
+    result = handler(event, Context())
+    elapsed = time.perf_counter() - started
+    if result["statusCode"] != 200:
+        raise SystemExit(f"turn failed: {result['statusCode']} {result['body']}")
+    return elapsed
+
+
+def summary(samples: list[float]) -> dict[str, float]:
+    ordered = sorted(samples)
+    return {
+        "n": len(samples),
+        "p50_ms": round(statistics.median(samples) * 1000, 2),
+        "p90_ms": round(ordered[max(0, round(0.9 * len(ordered)) - 1)] * 1000, 2),
+        "min_ms": round(ordered[0] * 1000, 2),
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--calls", type=int, default=60, help="measured calls per mode (≥ 50 for the report)")
+    parser.add_argument("--warmup", type=int, default=10, help="unmeasured calls per mode first")
+    arguments = parser.parse_args()
+
+    os.environ.update(ENVIRONMENT)
+    os.environ.pop("AWS_ENDPOINT_URL", None)
+    os.environ.pop("AWS_PROFILE", None)
+    sys.path[:0] = [str(ROOT / "shared"), str(ROOT / "local")]
+    from moto import mock_aws
+
+    from agent_knowledge import aws
+    from agent_knowledge.observability import logger
+    from agent_knowledge.repositories import default_repositories
+    from agent_knowledge_dev.demo import seed_demo, seed_sample_documents
+    from agent_knowledge_dev.stack import create_stack
+
+    logger.setLevel("WARNING")  # one INFO line per turn would be measured too
+    with mock_aws():
+        os.environ.update(create_stack(aws.client))
+        repositories = default_repositories()
+        seed_demo(repositories)
+        documents = seed_sample_documents(repositories)
+        handler = load_handler("turns")
+        capabilities = load_handler("capabilities")
+        base = json.loads((ROOT / "events" / "turns-on-demand.json").read_text(encoding="utf-8"))
+        probe = json.loads((ROOT / "events" / "capabilities-valid-bearer.json").read_text(encoding="utf-8"))
+
+        modes = ("inline", "on_demand")
+        samples: dict[str, list[float]] = {mode: [] for mode in (*modes, "capabilities")}
+        with contextlib.redirect_stdout(io.StringIO()):
+            for number in range(arguments.warmup):
+                for mode in modes:
+                    timed(handler, turn_event(base, mode, 1_000_000 + number))
+                timed(capabilities, probe)
+            for number in range(arguments.calls):
+                for mode in modes:
+                    samples[mode].append(timed(handler, turn_event(base, mode, number)))
+                samples["capabilities"].append(timed(capabilities, probe))
+            replays = [timed(handler, turn_event(base, "on_demand", n % 10)) for n in range(arguments.calls)]
+
+    report = {
+        "documents": documents,
+        "new_turn": {mode: summary(samples[mode]) for mode in modes},
+        "replay_on_demand": summary(replays),
+        "capabilities_for_scale": summary(samples["capabilities"]),
+    }
+    print(json.dumps(report, indent=2))
+
+
+if __name__ == "__main__":
+    main()
