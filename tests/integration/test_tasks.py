@@ -207,3 +207,34 @@ def test_revoking_any_member_blocks_the_whole_task(call, team, library):
     read = call("read", with_changes(load_event("read-first-page"), body=read_body, authorization=bearer(alice)))
     assert error(read) == (409, "task_not_active")
     assert error(turn(call, alice, binding(team["task"]), turn_id="turn-2")) == (409, "task_not_active")
+
+
+# CLI ----------------------------------------------------------------------------------------------
+
+
+def test_task_commands_print_json(library, monkeypatch, capsys):
+    from agent_knowledge_dev import cli
+    from agent_knowledge_dev.commands import tasks
+
+    monkeypatch.setattr(tasks, "connect", lambda arguments: library.repositories)
+    alice_id, _ = new_session(library.repositories, library.clock())
+    bob_id, _ = new_session(library.repositories, library.clock())
+
+    def run(*arguments: str):
+        status = cli.main(list(arguments), commands=[tasks.COMMAND])
+        captured = capsys.readouterr()
+        return status, captured.out, captured.err
+
+    status, out, _ = run("task", "create", "--member", alice_id, "--member", bob_id, "--ttl", "600")
+    created = json.loads(out)
+    assert status == 0 and set(created) == {"task_id", "scope_hash"}
+    record = library.repositories.tasks.get(created["task_id"])
+    assert record.members == [alice_id, bob_id] and record.scope_hash == created["scope_hash"]
+    task_id = created["task_id"]
+    for command, state in (("pause", "paused"), ("resume", "active"), ("cancel", "cancelled")):
+        status, out, _ = run("task", command, task_id)
+        assert status == 0 and json.loads(out) == {"task_id": task_id, "state": state}
+    status, out, err = run("task", "resume", task_id)
+    assert status == 1 and out == "" and "cannot become active" in err
+    status, _, err = run("task", "create", "--member", "ses_nobody")
+    assert status == 1 and "unknown session" in err
