@@ -260,9 +260,12 @@ class KnowledgeClient:
         """One request; its answer — success or error — is dropped if the window moved meanwhile."""
         try:
             response = self._transport.request(method, self._prefix + path, token, body)
-        except KnowledgeHostError:
+        except KnowledgeHostError as error:
             if not self._scope.is_current(ticket):
                 raise StaleResponse(f"{method} {path} answered after the turn or token changed") from None
+            if error.search_again:
+                # Cached hints may still point at the stale reference; the new search must reach the server.
+                self._scope.forget_entries(ticket)
             raise
         if not self._scope.is_current(ticket):
             raise StaleResponse(f"{method} {path} answered after the turn or token changed")

@@ -97,6 +97,12 @@ class Scope:
                 return
             self._entries[self._key(ticket, key)] = _Entry(expires_at, value)
 
+    def forget_entries(self, ticket: Ticket) -> None:
+        """Empty the cache of the current window (a reference turned out stale: "search again" must ask anew)."""
+        with self._lock:
+            if ticket.identity == self._identity and ticket.epoch == self._epoch:
+                self._entries.clear()
+
     def note_reference(self, ticket: Ticket, ref: str, expires_at: float | None) -> None:
         """Remember when a reference seen in this window expires (pages read with it live no longer)."""
         with self._lock:

@@ -173,6 +173,24 @@ def test_pages_of_a_turns_references_are_cached_within_that_turn(api: FakeApi, k
     assert len(api.calls("/knowledge/read")) == 2
 
 
+def test_a_stale_reference_empties_the_cache_so_search_again_asks_the_server(
+    api: FakeApi, knowledge: FakeKnowledge
+) -> None:
+    client = KnowledgeClient(api.base_url, ROUTE, Tokens())
+    ref = client.search("leave").hints[0].ref
+    client.read(ref)
+    knowledge.changed.add(ref)
+
+    with pytest.raises(e.KnowledgeChanged):
+        client.read(ref, cursor=None, max_bytes=8192)
+    client.search("leave")
+    with pytest.raises(e.KnowledgeChanged):
+        client.read(ref)  # the page cached before the change is gone too
+
+    assert len(api.calls("/knowledge/search")) == 2
+    assert len(api.calls("/knowledge/read")) == 3
+
+
 def test_a_page_of_an_unknown_reference_is_not_cached(api: FakeApi, knowledge: FakeKnowledge) -> None:
     client = KnowledgeClient(api.base_url, ROUTE, Tokens())
 

@@ -169,6 +169,10 @@ def test_changed_and_forged_references_are_tool_errors(local_api: LocalApi) -> N
         changed = NOTE.replace("east", "west")
         await anyio.to_thread.run_sync(local_api.put_documents, {"ephemeral-note.md": changed})
         seen["changed"] = await session.call_tool("knowledge_read", {"ref": ref})
+        # As the error says: search again, then read the new reference.
+        again = await session.call_tool("knowledge_search", {"query": "marmoset key"})
+        new_ref = again.structured_content["hints"][0]["ref"]
+        seen["new_page"] = await session.call_tool("knowledge_read", {"ref": new_ref})
 
     run_session(local_api.base_url, DEMO_ROUTE, body, token=DEMO_TOKEN)
 
@@ -177,6 +181,8 @@ def test_changed_and_forged_references_are_tool_errors(local_api: LocalApi) -> N
     assert seen["changed"].is_error
     assert "knowledge_read: knowledge_changed (HTTP 409)" in text_of(seen["changed"])
     assert "Search again" in text_of(seen["changed"])
+    assert not seen["new_page"].is_error
+    assert "west door" in seen["new_page"].structured_content["content"]
 
 
 def test_client_negotiates_an_on_demand_turn_and_reads_its_hints(local_api: LocalApi) -> None:
