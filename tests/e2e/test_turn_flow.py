@@ -1,0 +1,74 @@
+"""A whole agent turn over the local API on loopback, the way a host does it after negotiation:
+capabilities → turn with on_demand delivery → read a hint's reference with the run → complete."""
+
+from __future__ import annotations
+
+from tests.e2e.conftest import LocalApi
+
+TURNS = "/agent-api/v1/workspaces/{route}/turns"
+COMPLETE = "/agent-api/v1/runs/{run_id}/complete"
+
+
+def start_turn(api: LocalApi, body: dict, route: str = "demo", **kwargs):
+    return api.request("POST", TURNS.format(route=route), body, **kwargs)
+
+
+def test_negotiated_on_demand_turn_reads_through_its_run_and_completes(local_api: LocalApi):
+    capabilities = local_api.capabilities()
+    assert capabilities.status == 200
+    assert "on_demand" in capabilities.json()["delivery_modes"]
+    revision = capabilities.json()["knowledge_scope_revision"]
+
+    request = {
+        "client_conversation_id": "e2e-conversation",
+        "client_turn_id": "e2e-turn-1",
+        "user_message_id": "e2e-message-1",
+        "user_input": "How do I request vacation days?",
+        "knowledge_delivery": "on_demand",
+    }
+    turn = start_turn(local_api, request)
+    assert turn.status == 200 and turn.headers["cache-control"] == "no-store"
+    context = turn.json()
+    assert context["schema_version"] == "bailing.agent-turn-context.v1"
+    assert context["knowledge"] == [] and context["knowledge_refs"] == []
+    delivery = context["context"]["knowledge_delivery"]
+    assert delivery["mode"] == "on_demand" and delivery["status"] == "ok"
+    assert delivery["knowledge_scope_revision"] == revision == context["knowledge_scope_revision"]
+    assert delivery["hints"]
+    run_id = context["run_id"]
+
+    # The host retries after a lost answer: the same bytes, the same run.
+    assert start_turn(local_api, request).body == turn.body
+
+    ref = delivery["hints"][0]["ref"]
+    page = local_api.read({"ref": ref, "run_id": run_id})
+    assert page.status == 200
+    assert page.json()["run_id"] == run_id and page.json()["content"]
+    assert local_api.read({"ref": ref}).status == 400  # run-bound: not without its run
+
+    done = local_api.request(
+        "POST", COMPLETE.format(run_id=run_id), {"assistant_message_id": "e2e-answer-1", "status": "completed"}
+    )
+    assert done.status == 200 and done.json()["state"] == "completed"
+    after = local_api.read({"ref": ref, "run_id": run_id})
+    assert after.status == 409 and after.json()["error"] == "run_not_ready"
+
+
+def test_turn_errors_over_http(local_api: LocalApi):
+    body = {
+        "client_conversation_id": "e2e-conversation",
+        "client_turn_id": "e2e-turn-2",
+        "user_message_id": "e2e-message-2",
+        "user_input": "expenses",
+        "knowledge_delivery": "bodies",
+    }
+    invalid = start_turn(local_api, body)
+    assert invalid.status == 400 and invalid.json()["error"] == "invalid_request"
+    assert start_turn(local_api, {**body, "knowledge_delivery": "inline"}, token=None).status == 401
+    assert start_turn(local_api, {**body, "knowledge_delivery": "inline"}).status == 200
+    conflict = start_turn(local_api, {**body, "knowledge_delivery": "on_demand"})
+    assert conflict.status == 409 and conflict.json()["error"] == "turn_conflict"
+    missing = local_api.request(
+        "POST", COMPLETE.format(run_id="run_nope"), {"assistant_message_id": "a", "status": "completed"}
+    )
+    assert missing.status == 404 and missing.json()["error"] == "run_not_found"
