@@ -22,6 +22,17 @@ MAX_RESPONSE_BYTES = 4 * 1024 * 1024
 DEFAULT_TIMEOUT_SECONDS = 30.0
 
 
+class _RefuseRedirects(urllib.request.HTTPRedirectHandler):
+    """The API never redirects. urllib would follow a redirect with the Authorization header,
+    to any host; refusing turns the 3xx into an error instead of sending the bearer elsewhere."""
+
+    def redirect_request(self, *args: Any, **kwargs: Any) -> None:
+        return None
+
+
+_OPENER = urllib.request.build_opener(_RefuseRedirects())
+
+
 @dataclass(frozen=True)
 class JsonResponse:
     status: int
@@ -44,7 +55,7 @@ class HttpTransport:
             headers["Content-Type"] = "application/json"
         request = urllib.request.Request(self.base_url + path, data=data, headers=headers, method=method)
         try:
-            with urllib.request.urlopen(request, timeout=self.timeout) as response:
+            with _OPENER.open(request, timeout=self.timeout) as response:
                 status, raw = response.status, _read_bounded(response)
         except urllib.error.HTTPError as error:
             with error:

@@ -36,7 +36,8 @@ class Request:
         return token if scheme == "Bearer" else None
 
 
-Answer = tuple[int, Any]  # (status, JSON-able body or raw bytes)
+# (status, JSON-able body or raw bytes) or (status, body, extra headers)
+Answer = tuple[int, Any] | tuple[int, Any, dict[str, str]]
 Handler = Callable[[Request], Answer]
 
 
@@ -143,9 +144,11 @@ class FakeApi:
                 with api._lock:
                     api.requests.append(request)
                 handler = api.handlers.get((method, self.path))
-                status, body = handler(request) if handler else error(404, "not_found", "no such endpoint")
+                status, body, *extra = handler(request) if handler else error(404, "not_found", "no such endpoint")
                 data = body if isinstance(body, bytes) else json.dumps(body, ensure_ascii=False).encode("utf-8")
                 self.send_response(status)
+                for name, value in (extra[0] if extra else {}).items():
+                    self.send_header(name, value)
                 self.send_header("Content-Type", "application/json")
                 self.send_header("Cache-Control", "no-store")
                 self.send_header("Content-Length", str(len(data)))

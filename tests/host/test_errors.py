@@ -6,7 +6,7 @@ import pytest
 
 from agent_knowledge_host import KnowledgeClient
 from agent_knowledge_host import errors as e
-from tests.host.fakes import ROUTE, FakeApi, error
+from tests.host.fakes import PREFIX, ROUTE, FakeApi, error, running
 
 PROTOCOL_ERRORS = [
     (400, "invalid_request", e.InvalidRequest),
@@ -82,3 +82,21 @@ def test_errors_never_echo_the_token(api: FakeApi) -> None:
         client.search("anything")
 
     assert "secret-token-value" not in raised.value.describe()
+
+
+@pytest.mark.parametrize("status", [301, 302, 303, 307, 308])
+def test_a_redirect_is_refused_and_the_bearer_stays_home(api: FakeApi, status: int) -> None:
+    with running(FakeApi()) as elsewhere:
+        for path in ("/knowledge/capabilities", "/knowledge/search"):
+            elsewhere.on("GET", path, (200, {}))
+            api.on("GET", path, (status, error(status, "moved")[1], {"Location": elsewhere.base_url + PREFIX + path}))
+            api.on("POST", path, (status, error(status, "moved")[1], {"Location": elsewhere.base_url + PREFIX + path}))
+        client = KnowledgeClient(api.base_url, ROUTE, lambda: "token-a")
+
+        with pytest.raises(e.ServerError) as by_get:
+            client.capabilities()
+        with pytest.raises(e.ServerError) as by_post:
+            client.search("anything")
+
+        assert by_get.value.status == by_post.value.status == status
+        assert elsewhere.requests == []
