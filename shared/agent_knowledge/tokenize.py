@@ -10,7 +10,6 @@ in the search engine's analyzer (`agent_knowledge.retrieval.schema`), the same f
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
 from dataclasses import dataclass
 
 # Han (incl. extensions and compatibility), kana, Hangul syllables, CJK punctuation excluded.
@@ -70,45 +69,44 @@ def query_tokens(query: str) -> QueryTokens:
     return QueryTokens(words=list(dict.fromkeys(words)), unigrams=list(dict.fromkeys(unigrams)))
 
 
-def matched_spans(
-    text: str,
-    words: set[str],
-    unigrams: set[str],
-    normalize: Callable[[list[str]], list[str]] | None = None,
-) -> list[str]:
-    """Substrings of `text` that match query terms, in order of appearance, without duplicates.
+def is_cjk(term: str) -> bool:
+    return bool(_CJK_CHAR.search(term))
 
-    `words` are normalized query terms (lower-cased, stemmed); `normalize` maps a list of
-    surface words of `text` to their normal forms, one for one, in a single call. CJK text is
-    matched as it is: consecutive matching bigrams merge into one span ("配置" + "置文" →
-    "配置文"), and query unigrams match single characters.
-    """
-    spans: list[tuple[int, str]] = []
-    latin: list[tuple[int, str]] = []
-    for match in _TOKEN.finditer(text):
-        run = match.group(1)
-        if not run:
-            if len(match.group(0)) <= MAX_WORD_CHARS:
-                latin.append((match.start(), match.group(0)))
-            continue
-        i = 0
-        while i < len(run):
-            if len(run) == 1 and run in words:
-                spans.append((match.start(), run))
-                break
-            j = i
-            while j + 1 < len(run) and run[j : j + 2] in words:
-                j += 1
-            if j > i:
-                spans.append((match.start() + i, run[i : j + 1]))
-                i = j + 1
+
+def cjk_char_pattern(terms: tuple[str, ...]) -> re.Pattern[str] | None:
+    """Runs of characters that occur in the CJK query terms: where `cjk_spans` needs to look."""
+    chars = sorted(set("".join(terms)))
+    return re.compile("[" + "".join(re.escape(char) for char in chars) + "]+") if chars else None
+
+
+def cjk_spans(text: str, terms: frozenset[str], runs: re.Pattern[str] | None) -> list[tuple[int, int]]:
+    """[start, end) of the CJK query terms (bigrams, single characters) in `text`, overlapping
+    ones merged ("配置" + "置文" → "配置文"). `runs` is `cjk_char_pattern(terms)`."""
+    spans: list[tuple[int, int]] = []
+    if runs is None:
+        return spans
+    for match in runs.finditer(text):
+        run, offset = match.group(), match.start()
+        for i in range(len(run)):
+            if i + 1 < len(run) and run[i : i + 2] in terms:
+                end = i + 2
+            elif run[i] in terms:
+                end = i + 1
             else:
-                if run[i] in unigrams:
-                    spans.append((match.start() + i, run[i]))
-                i += 1
-    if latin:
-        surface = [token for _, token in latin]
-        normal = normalize(surface) if normalize else [token.lower() for token in surface]
-        spans.extend(item for item, form in zip(latin, normal, strict=True) if form in words)
-    spans.sort()
-    return list(dict.fromkeys(span for _, span in spans))
+                continue
+            if spans and offset + i < spans[-1][1]:
+                spans[-1] = (spans[-1][0], max(spans[-1][1], offset + end))
+            else:
+                spans.append((offset + i, offset + end))
+    return spans
+
+
+def word_prefix_pattern(stems: list[str]) -> re.Pattern[str] | None:
+    """Words of raw text that may stem to one of `stems`: those starting with the stem less its
+    last letter (English stemming keeps the front of a word, bar a final y → i). Candidates only:
+    callers confirm each by stemming it."""
+    if not stems:
+        return None
+    prefixes = sorted({stem if len(stem) <= 2 else stem[:-1] for stem in stems}, key=len, reverse=True)
+    alternatives = "|".join(re.escape(prefix) for prefix in prefixes)
+    return re.compile(rf"(?<![^\W_{CJK_RANGES}])(?:{alternatives})[^\W_{CJK_RANGES}]*", re.IGNORECASE)

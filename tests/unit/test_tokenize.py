@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from agent_knowledge.retrieval.kb_index import AnalyzedQuery
 from agent_knowledge.retrieval.schema import normalize_words
-from agent_knowledge.tokenize import cjk_unigrams, matched_spans, query_tokens, word_tokens
+from agent_knowledge.tokenize import cjk_unigrams, query_tokens, word_tokens
 
 
 def test_latin_words_are_unicode_word_tokens() -> None:
@@ -37,9 +37,14 @@ def test_english_terms_are_lowercased_and_stemmed_cjk_untouched() -> None:
     assert analyzed.words == ("deploy", "部署")
 
 
-def test_matched_spans_are_substrings_of_the_text() -> None:
-    text = "请问如何配置SAM的Templates文件？锁定"
-    analyzed = AnalyzedQuery.of(query_tokens("如何配置 sam template 锁"))
-    spans = matched_spans(text, set(analyzed.words), set(analyzed.unigrams), normalize_words)
-    assert spans == ["如何配置", "SAM", "Templates", "锁"]
-    assert all(span in text for span in spans)
+def test_matched_terms_are_substrings_of_the_text() -> None:
+    text = "请问如何配置SAM的Templates文件？锁定，Running café"
+    analyzed = AnalyzedQuery.of(query_tokens("如何配置 sam template 锁 run"))
+    assert analyzed.matched_terms(text) == ("如何配置", "SAM", "Templates", "锁", "Running")
+
+
+def test_overlapping_bigrams_merge_and_separate_ones_do_not() -> None:
+    analyzed = AnalyzedQuery.of(query_tokens("配置文件 文档"))
+    assert analyzed.matched_terms("修改配置文件和文档") == ("配置文件", "文档")
+    assert analyzed.matched_terms("配置和文件") == ("配置", "文件")
+    assert analyzed.matched_terms("nothing here") == ()

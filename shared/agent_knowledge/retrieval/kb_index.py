@@ -10,13 +10,16 @@ the chunk matches. Ranking inside a KB is unchanged; only this KB's statistics a
 
 from __future__ import annotations
 
+import functools
 import math
-from dataclasses import dataclass
+import re
+from dataclasses import dataclass, field
+from typing import Any
 
 import tantivy
 
 from agent_knowledge.retrieval import schema as fields
-from agent_knowledge.tokenize import QueryTokens
+from agent_knowledge.tokenize import QueryTokens, cjk_char_pattern, cjk_spans, is_cjk, word_prefix_pattern
 
 
 @dataclass(frozen=True)
@@ -25,8 +28,13 @@ class IndexHit:
     revision: str
     chunk_index: int
     digest: str
-    text: str
     score: float
+    # The stored tantivy document: the chunk text is decoded only for hits that are returned.
+    stored: Any = field(repr=False, compare=False)
+
+    @property
+    def text(self) -> str:
+        return bytes(self.stored.get_first(fields.CHUNK)).decode("utf-8")
 
 
 @dataclass(frozen=True)
@@ -44,6 +52,31 @@ class AnalyzedQuery:
     @property
     def empty(self) -> bool:
         return not self.words and not self.unigrams
+
+    @functools.cached_property
+    def _latin_words(self) -> frozenset[str]:
+        return frozenset(word for word in self.words if not is_cjk(word))
+
+    @functools.cached_property
+    def _latin_candidates(self) -> re.Pattern[str] | None:
+        return word_prefix_pattern(sorted(self._latin_words))
+
+    @functools.cached_property
+    def _cjk_terms(self) -> frozenset[str]:
+        return frozenset(word for word in self.words if is_cjk(word)) | frozenset(self.unigrams)
+
+    @functools.cached_property
+    def _cjk_runs(self) -> re.Pattern[str] | None:
+        return cjk_char_pattern(tuple(sorted(self._cjk_terms)))
+
+    def matched_terms(self, text: str) -> tuple[str, ...]:
+        """Substrings of `text` that match the query's terms, in order, without repeats."""
+        spans = cjk_spans(text, self._cjk_terms, self._cjk_runs)
+        if self._latin_candidates is not None:
+            candidates = [match.span() for match in self._latin_candidates.finditer(text)]
+            forms = fields.normalize_words([text[start:end] for start, end in candidates])
+            spans += [span for span, form in zip(candidates, forms, strict=True) if form in self._latin_words]
+        return tuple(dict.fromkeys(text[start:end] for start, end in sorted(spans)))
 
 
 class KbIndex:
@@ -77,15 +110,15 @@ class KbIndex:
         for score, address in result.hits:
             if score <= 0.0:  # zero-score matches are never hits
                 continue
-            stored = self._searcher.doc(address).to_dict()
+            stored = self._searcher.doc(address)
             hits.append(
                 IndexHit(
-                    doc_id=str(stored[fields.DOC_ID][0]),
-                    revision=str(stored[fields.REVISION][0]),
-                    chunk_index=int(stored[fields.CHUNK_INDEX][0]),
-                    digest=str(stored[fields.DIGEST][0]),
-                    text=bytes(stored[fields.CHUNK][0]).decode("utf-8"),
+                    doc_id=str(stored.get_first(fields.DOC_ID)),
+                    revision=str(stored.get_first(fields.REVISION)),
+                    chunk_index=int(stored.get_first(fields.CHUNK_INDEX) or 0),
+                    digest=str(stored.get_first(fields.DIGEST)),
                     score=score / ceiling,
+                    stored=stored,
                 )
             )
         return hits

@@ -9,11 +9,10 @@ from agent_knowledge.observability import logger
 from agent_knowledge.records import DocumentRecord, KnowledgeConfig
 from agent_knowledge.repositories import Repositories
 from agent_knowledge.repositories.bodies import BodyMissing
-from agent_knowledge.retrieval import schema as fields
 from agent_knowledge.retrieval.kb_index import AnalyzedQuery, IndexHit, KbIndex
 from agent_knowledge.retrieval.snapshots import IndexCache, IndexUnavailable, index_cache
 from agent_knowledge.scope import Scope
-from agent_knowledge.tokenize import matched_spans, query_tokens
+from agent_knowledge.tokenize import query_tokens
 
 # top_k counts documents. Chunk hits are fetched a few per wanted document, more if one long
 # document takes most of them, never more than MAX_CHUNK_HITS.
@@ -114,7 +113,6 @@ def retrieve(
         return RetrievalResult([], [k for k in answered if k not in lost], failed + lost, 0)
 
     scope_kb_ids = set(kb_ids)
-    words, unigrams = set(analyzed.words), set(analyzed.unigrams)
     documents: list[RetrievedDocument] = []
     seen: set[tuple[str, str]] = set()
     stale = 0
@@ -129,8 +127,8 @@ def retrieve(
         assert record is not None
         seen.add(key)
         hit = candidate.hit
-        matched = matched_spans(hit.text, words, unigrams, fields.normalize_words)
+        text = hit.text
         documents.append(
-            RetrievedDocument(candidate.kb_id, record, hit.score, hit.chunk_index, hit.text, tuple(matched))
+            RetrievedDocument(candidate.kb_id, record, hit.score, hit.chunk_index, text, analyzed.matched_terms(text))
         )
     return RetrievalResult(documents, answered, failed, stale)
