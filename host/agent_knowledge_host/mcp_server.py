@@ -68,17 +68,20 @@ def build_server(client: KnowledgeClient) -> MCPServer:
     # command's parser on every run.
     from mcp.server.mcpserver import MCPServer
     from mcp.server.mcpserver.exceptions import ToolError
+    from mcp.types import ToolAnnotations
 
     server = MCPServer(name="agent-knowledge", instructions=INSTRUCTIONS)
+    # Both tools only read; hosts may run them without asking for a confirmation.
+    read_only = ToolAnnotations(read_only_hint=True, destructive_hint=False, open_world_hint=False)
 
-    @server.tool(name="knowledge_search", description=SEARCH_DESCRIPTION)
+    @server.tool(name="knowledge_search", description=SEARCH_DESCRIPTION, annotations=read_only)
     def knowledge_search(query: Query, limit: Limit = 3, run_id: RunId = None) -> SearchResult:
         try:
             return client.search(query, limit=limit, run_id=run_id)
         except KnowledgeHostError as error:
             raise ToolError(error.describe()) from None
 
-    @server.tool(name="knowledge_read", description=READ_DESCRIPTION)
+    @server.tool(name="knowledge_read", description=READ_DESCRIPTION, annotations=read_only)
     def knowledge_read(ref: Ref, cursor: Cursor = None, max_bytes: MaxBytes = None, run_id: RunId = None) -> ReadPage:
         try:
             return client.read(ref, run_id=run_id, cursor=cursor, max_bytes=max_bytes)

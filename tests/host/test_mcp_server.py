@@ -66,6 +66,7 @@ def test_tools_search_and_read_a_long_document_through_every_page(api: FakeApi, 
     for tool in tools.values():
         assert not {"token", "authorization", "bearer"} & set(tool.input_schema["properties"])
         assert tool.output_schema is not None
+        assert tool.annotations is not None and tool.annotations.read_only_hint
 
     search = seen["search"]
     assert not search.is_error
