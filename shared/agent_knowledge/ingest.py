@@ -70,10 +70,16 @@ class Ingestor:
         # Chunk texts of documents this ingestor just stored: a rebuild after a bulk load then
         # need not read every body back from S3.
         self._recent = RecentChunks()
+        self._known_kbs: set[str] = set()
 
     def _require_kb(self, kb_id: str) -> None:
+        # KBs are created by administrators and practically never deleted: once seen, a KB is not
+        # looked up again by this ingestor (a bulk load would otherwise read it once per document).
+        if kb_id in self._known_kbs:
+            return
         if not kb_id or self._repositories.knowledge_bases.get(kb_id) is None:
             raise IngestError(f"knowledge base {kb_id!r} does not exist")
+        self._known_kbs.add(kb_id)
 
     def put(
         self,

@@ -6,8 +6,8 @@ import threading
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 
-from agent_knowledge.document_content import chunk_digest
-from agent_knowledge.errors import InvalidRequest, KnowledgeUnavailable
+from agent_knowledge.document_content import IngestError, chunk_digest
+from agent_knowledge.errors import KnowledgeUnavailable
 from agent_knowledge.observability import logger
 from agent_knowledge.records import DocumentRecord
 from agent_knowledge.repositories import Repositories
@@ -88,7 +88,7 @@ def rebuild_kb_index(repositories: Repositories, kb_id: str, known: RecentChunks
     for _ in range(MAX_CLAIM_ATTEMPTS):
         kb = repositories.knowledge_bases.get(kb_id)
         if kb is None:
-            raise InvalidRequest(f"knowledge base {kb_id!r} does not exist")
+            raise IngestError(f"knowledge base {kb_id!r} does not exist")
         if not repositories.knowledge_bases.claim_generation(kb_id, kb.generation):
             continue  # another rebuild claimed it first; claim the next one
         generation = kb.generation + 1
