@@ -6,7 +6,7 @@ argument, so a model can neither see nor choose it. Results are the client's pyd
 (structured content) with their provenance; failures are tool errors whose text starts with
 the protocol error code and says what to do.
 
-Run: `agent-knowledge mcp --base-url URL --route ROUTE` (or `python -m agent_knowledge_host.mcp_server`).
+Run: `agent-knowledge-mcp --base-url URL --route ROUTE` (or `python -m agent_knowledge_host.mcp_server`).
 """
 
 from __future__ import annotations
@@ -105,19 +105,19 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(arguments: argparse.Namespace) -> int:
     """Serve over stdio until the host closes the connection; 2 when the configuration is unusable."""
     if not token_from_environment():
-        print(f"agent-knowledge mcp: set {TOKEN_ENV} to the agent bearer token", file=sys.stderr)
+        print(f"agent-knowledge-mcp: set {TOKEN_ENV} to the agent bearer token", file=sys.stderr)
         return 2
     try:
         client = KnowledgeClient(arguments.base_url, arguments.route, token_from_environment, timeout=arguments.timeout)
     except ValueError as error:
-        print(f"agent-knowledge mcp: {error}", file=sys.stderr)
+        print(f"agent-knowledge-mcp: {error}", file=sys.stderr)
         return 2
     build_server(client).run("stdio")
     return 0
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="agent-knowledge mcp", description=DESCRIPTION)
+    parser = argparse.ArgumentParser(prog="agent-knowledge-mcp", description=DESCRIPTION)
     add_arguments(parser)
     return run(parser.parse_args(argv))
 

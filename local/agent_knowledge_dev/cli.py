@@ -18,7 +18,7 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from agent_knowledge_dev.commands import Command, documents, invoke, mcp, serve, sessions, workspace
+from agent_knowledge_dev.commands import Command, documents, invoke, serve, sessions, workspace
 from agent_knowledge_dev.console import CliError
 
 COMMANDS: list[Command] = [
@@ -27,7 +27,6 @@ COMMANDS: list[Command] = [
     *workspace.COMMANDS,  # client, route, kb
     documents.COMMAND,  # doc
     sessions.COMMAND,  # session
-    mcp.COMMAND,  # the host package's MCP server
 ]
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import sys
 import tempfile
 from collections.abc import Awaitable, Callable
+from pathlib import Path
 
 import anyio
 from mcp import types
@@ -14,15 +15,17 @@ from mcp.client.stdio import StdioServerParameters, stdio_client
 from agent_knowledge_host.mcp_server import TOKEN_ENV
 
 Session = Callable[[ClientSession], Awaitable[None]]
-SERVER_MODULE = ["-m", "agent_knowledge_host.mcp_server"]
-CLI_SUBCOMMAND = ["-m", "agent_knowledge_dev.cli", "mcp"]
+SERVER_MODULE = [sys.executable, "-m", "agent_knowledge_host.mcp_server"]
+# The console script docs/host.md registers in MCP hosts, next to this interpreter.
+CONSOLE_SCRIPT = [str(Path(sys.executable).parent / "agent-knowledge-mcp")]
 
 
 def run_session(base_url: str, route: str, body: Session, token: str, launcher: list[str] = SERVER_MODULE) -> str:
     """Start the server over stdio, initialize, run `body`; return what the server wrote to stderr."""
+    command, *arguments = launcher
     parameters = StdioServerParameters(
-        command=sys.executable,
-        args=[*launcher, "--base-url", base_url, "--route", route],
+        command=command,
+        args=[*arguments, "--base-url", base_url, "--route", route],
         env={TOKEN_ENV: token},
     )
 

@@ -1,5 +1,5 @@
 """End to end against a real `agent-knowledge serve`: the client's turns, and the `mcp` SDK's stdio
-client → `agent-knowledge mcp` → the local API.
+client → `agent-knowledge-mcp` → the local API.
 
 One local API per module (it takes a few seconds to start); documents are added with the
 admin CLI, as an operator would. Expired references cannot be produced here without waiting
@@ -29,7 +29,7 @@ from agent_knowledge_dev.demo import DEMO_ROUTE, DEMO_TOKEN
 from agent_knowledge_host import KnowledgeClient
 from agent_knowledge_host import errors as e
 from tests.host.fakes import CHAIN_MAX_BYTES
-from tests.host.stdio import CLI_SUBCOMMAND, run_session, text_of
+from tests.host.stdio import CONSOLE_SCRIPT, run_session, text_of
 
 CLI = [sys.executable, "-m", "agent_knowledge_dev.cli"]
 READY_TIMEOUT = 60  # a safety net for a loaded 2-core machine, not a speed claim
@@ -137,8 +137,8 @@ def test_search_and_read_whole_documents_through_mcp(local_api: LocalApi) -> Non
         seen["guide_pages"] = await read_every_page(session, seen["guide_hint"]["ref"])
         seen["archive_pages"] = await read_every_page(session, archive.structured_content["hints"][0]["ref"])
 
-    # Launched as a host would from docs/host.md: `agent-knowledge mcp ...`.
-    run_session(local_api.base_url, DEMO_ROUTE, body, token=DEMO_TOKEN, launcher=CLI_SUBCOMMAND)
+    # Launched as docs/host.md registers it in a host: `agent-knowledge-mcp ...`.
+    run_session(local_api.base_url, DEMO_ROUTE, body, token=DEMO_TOKEN, launcher=CONSOLE_SCRIPT)
 
     assert seen["tools"] == ["knowledge_read", "knowledge_search"]
     hint = seen["guide_hint"]

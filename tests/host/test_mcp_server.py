@@ -6,13 +6,13 @@ The server process talks to a fake knowledge API on loopback in this test proces
 from __future__ import annotations
 
 import json
+from importlib.metadata import entry_points
 from typing import Any
 
 import pytest
 from mcp import types
 from mcp.client.session import ClientSession
 
-from agent_knowledge_dev.cli import main as cli_main
 from agent_knowledge_host import mcp_server
 from tests.host.fakes import ROUTE, Document, FakeApi, FakeKnowledge
 from tests.host.stdio import Session, text_of
@@ -129,10 +129,7 @@ def test_main_refuses_a_base_url_that_is_not_http(monkeypatch: pytest.MonkeyPatc
     assert mcp_server.main(["--base-url", "file:///etc", "--route", ROUTE]) == 2
 
 
-def test_the_cli_registers_the_mcp_subcommand(
-    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
-) -> None:
-    monkeypatch.delenv(mcp_server.TOKEN_ENV, raising=False)
+def test_the_console_script_runs_main() -> None:
+    (script,) = [point for point in entry_points(group="console_scripts") if point.name == "agent-knowledge-mcp"]
 
-    assert cli_main(["mcp", "--base-url", "http://127.0.0.1:9", "--route", ROUTE]) == 2
-    assert f"agent-knowledge mcp: set {mcp_server.TOKEN_ENV}" in capsys.readouterr().err
+    assert script.load() is mcp_server.main
