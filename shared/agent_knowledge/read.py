@@ -75,6 +75,11 @@ def _current_document(deps: Dependencies, caller: Caller, reference: ReferenceCl
     return document, scope.revision
 
 
+def _still_current(deps: Dependencies, document: DocumentRecord) -> bool:
+    current = deps.repositories.documents.get(document.kb_id, document.doc_id)
+    return current is not None and current.status == "ready" and current.revision == document.revision
+
+
 def read_knowledge(deps: Dependencies, caller: Caller, request: ReadRequest) -> ReadResponse:
     codec = deps.token_codec()
     reference, cursor = _open_tokens(codec, request)
@@ -98,7 +103,11 @@ def read_knowledge(deps: Dependencies, caller: Caller, request: ReadRequest) -> 
     except BodyReplaced:
         raise KnowledgeChanged() from None
     except BodyMissing:
-        raise KnowledgeUnavailable("the document body is temporarily unavailable") from None
+        # An update or delete that landed after the record check removes the old revision's body:
+        # that is a changed document, not an outage. Only a body missing under a current record is.
+        if _still_current(deps, document):
+            raise KnowledgeUnavailable("the document body is temporarily unavailable") from None
+        raise KnowledgeChanged() from None
     if len(window) != end - offset or (metadata and metadata.get(SHA256_METADATA) != document.body_sha256):
         raise KnowledgeChanged()
     try:
