@@ -29,7 +29,9 @@ typecheck: venv
 serve: venv
 	$(BIN)/agent-knowledge serve
 
+## Run the performance suite (bench/README.md); `$(BIN)/python -m bench --quick` for a fast run.
 bench: venv
+	$(BIN)/python -m pip install --quiet -e '.[dev,bench]'
 	$(BIN)/python -m bench
 
 ## Validate the template (cfn-lint) and build the deployable bundle (needs a python3.12 on PATH).

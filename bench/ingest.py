@@ -1,0 +1,177 @@
+"""Figure 6 — bulk ingest throughput and index rebuild time per generation.
+
+1. Bulk ingest into the local stack, exactly as a user runs it: the CLI helper's benchmark
+   (`bench/ingest_local.py`) writes its corpus, starts `agent-knowledge serve`, and times
+   `agent-knowledge doc put KB --dir DIR` (threads, one rebuild at the end) → documents/s.
+2. Rebuild per generation (`rebuild_kb_index`: claim, list ready documents, read and verify
+   every body, tokenize, build the tantivy index, pack and upload the snapshot):
+   - against the in-process moto stack at 1k documents;
+   - with storage in memory at 1k and 10k documents — our own work per generation, without
+     moto, whose DynamoDB serializer alone costs ~40 ms per listed document here (a 10k
+     listing through moto would take minutes and measure moto, not us).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import statistics
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from agent_knowledge.document_content import prepare_document
+from agent_knowledge.records import DocumentRecord, KnowledgeBaseRecord
+from agent_knowledge.repositories.bodies import body_key
+from agent_knowledge.repositories.documents import document_id
+from bench.corpus import documents
+from bench.environment import local_stack
+from bench.warm import _quiet
+from bench.workspace import ingest, seed_demo_workspace
+
+DOCUMENT_CHARS = 3500  # about 5 chunks per document
+
+
+class _KnowledgeBases:
+    def __init__(self, kb_id: str) -> None:
+        self.record = KnowledgeBaseRecord(kb_id=kb_id, generation=0)
+
+    def get(self, kb_id: str) -> KnowledgeBaseRecord:
+        return self.record
+
+    def claim_generation(self, kb_id: str, expected: int) -> bool:
+        self.record = self.record.model_copy(update={"generation": expected + 1})
+        return True
+
+
+class _Documents:
+    def __init__(self, records: list[DocumentRecord]) -> None:
+        self.records = records
+
+    def list(self, kb_id: str) -> list[DocumentRecord]:
+        return self.records
+
+
+class _Bodies:
+    def __init__(self) -> None:
+        self.objects: dict[str, bytes] = {}
+
+    def read(self, key: str) -> bytes:
+        return self.objects[key]
+
+    def put(self, key: str, body: bytes, sha256_hex: str) -> None:
+        self.objects[key] = body
+
+    def delete(self, key: str) -> None:
+        self.objects.pop(key, None)
+
+
+def in_memory_repositories(kb_id: str, count: int) -> Any:
+    """Repositories holding `count` ready documents, prepared exactly as ingest prepares them."""
+    from types import SimpleNamespace
+
+    bodies, records = _Bodies(), []
+    for document in documents("en", count, DOCUMENT_CHARS, seed=61):
+        prepared = prepare_document(document.title, document.body, "text/markdown")
+        doc_id = document_id(document.source_key)
+        key = body_key(kb_id, doc_id, prepared.revision)
+        bodies.objects[key] = prepared.body_bytes
+        records.append(
+            DocumentRecord(
+                kb_id=kb_id, doc_id=doc_id, source_key=document.source_key, title=prepared.title, status="ready",
+                revision=prepared.revision, title_sha256=prepared.title_sha256, body_sha256=prepared.body_sha256,
+                body_bytes=len(prepared.body_bytes), body_key=key, chunk_count=len(prepared.chunks),
+                chunk_digests=prepared.chunk_digests, chunk_offsets=prepared.chunk_offsets,
+                created_at=0, updated_at=0, body_etag=hashlib.md5(prepared.body_bytes).hexdigest(),  # noqa: S324
+            )
+        )  # fmt: skip
+    return SimpleNamespace(knowledge_bases=_KnowledgeBases(kb_id), documents=_Documents(records), bodies=bodies)
+
+
+def rebuild_in_memory(count: int, repeats: int) -> dict[str, Any]:
+    from agent_knowledge.retrieval.rebuild import rebuild_kb_index
+
+    repositories = in_memory_repositories("bench", count)
+    times = []
+    with _quiet():
+        for _ in range(repeats):
+            started = time.perf_counter()
+            rebuild_kb_index(repositories, "bench")
+            times.append(time.perf_counter() - started)
+    chunks = sum(record.chunk_count for record in repositories.documents.records)
+    return {
+        "documents": count,
+        "chunks": chunks,
+        "repeats": repeats,
+        "p50_seconds": round(statistics.median(times), 3),
+        "chunks_per_second": round(chunks / statistics.median(times)),
+    }
+
+
+def rebuild_against_moto(count: int, repeats: int) -> dict[str, Any]:
+    from agent_knowledge.ingest import Ingestor
+
+    with local_stack() as repositories, _quiet():
+        seed_demo_workspace(repositories)
+        timing = ingest(repositories, "handbook", documents("en", count, DOCUMENT_CHARS, seed=62))
+        ingestor = Ingestor(repositories)
+        times = []
+        for _ in range(repeats):
+            started = time.perf_counter()
+            ingestor.rebuild_index("handbook")
+            times.append(time.perf_counter() - started)
+    return {
+        "documents": count,
+        "repeats": repeats,
+        "p50_seconds": round(statistics.median(times), 3),
+        "in_process_ingest_documents_per_second": round(count / timing.ingest_seconds, 1),
+    }
+
+
+def bulk_ingest_local(document_count: int, megabytes: float, workers: int = 4) -> dict[str, Any]:
+    """The CLI helper's bulk ingest against `agent-knowledge serve` (bench/ingest_local.py)."""
+    from bench.ingest_local import Server, write_corpus
+
+    with tempfile.TemporaryDirectory(prefix="ak-bench-ingest-") as scratch:
+        work = Path(scratch)
+        total = write_corpus(work / "corpus", document_count, megabytes, seed=2026)
+        server = Server(work / "state")
+        server.start()
+        try:
+            _, created = server.cli("kb", "create", "bench")
+            if created.returncode:
+                raise RuntimeError(created.stderr)
+            seconds, put = server.cli(
+                "doc", "put", "bench", "--dir", str(work / "corpus"), "--workers", str(workers), "--no-progress"
+            )
+            if put.returncode:
+                raise RuntimeError(put.stderr[-2000:])
+            summary = json.loads(put.stdout)
+        finally:
+            server.stop()
+    return {
+        "documents": document_count,
+        "bytes": total,
+        "workers": workers,
+        "wall_seconds": round(seconds, 2),
+        "documents_per_second": round(document_count / seconds, 1),
+        "created": summary["created"],
+        "failed": summary["failed"],
+    }
+
+
+PROFILES = {
+    "full": {"bulk": (1000, 8.0), "moto": (1000, 3), "memory": ((1000, 3), (10_000, 2))},
+    "quick": {"bulk": (60, 0.4), "moto": (60, 2), "memory": ((60, 2), (300, 1))},
+    "smoke": {"bulk": (6, 0.05), "moto": (4, 1), "memory": ((6, 1),)},
+}
+
+
+def run(profile: str = "full") -> dict[str, Any]:
+    settings = PROFILES[profile]
+    return {
+        "bulk_local": bulk_ingest_local(*settings["bulk"]),
+        "rebuild_moto": [rebuild_against_moto(*settings["moto"])],
+        "rebuild_in_memory": [rebuild_in_memory(count, repeats) for count, repeats in settings["memory"]],
+    }

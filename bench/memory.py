@@ -1,0 +1,72 @@
+"""Figure 4 — peak RSS of a search container with a 10k and a 100k chunk index loaded.
+
+Each measurement is a fresh process (`bench.memory_child`): import the search handler, load
+the index snapshot as a cold container does, run queries; the peak resident set (VmHWM) is the
+number Lambda bills against `MemorySize`. A process that only imports the handler is the floor.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from bench.corpus import known_item_queries
+from bench.environment import BASE_ENVIRONMENT
+from bench.memory_child import MARKER
+from bench.scaling import document_records, synthetic_chunks
+
+ROOT = Path(__file__).resolve().parents[1]
+PROFILES = {"full": (10_000, 100_000), "quick": (1_000, 5_000), "smoke": (100,)}
+# Lambda's own runtime (bootstrap, runtime client) lives in the same memory; keep this much
+# headroom above our process's peak, and the current setting in template.yaml for comparison.
+RUNTIME_HEADROOM = 1.3
+CURRENT_MEMORY_MB = 512
+
+
+def _child(snapshot: str, queries: str) -> dict[str, Any]:
+    completed = subprocess.run(
+        [sys.executable, "-m", "bench.memory_child", snapshot, queries],
+        cwd=ROOT,
+        env={**os.environ, **BASE_ENVIRONMENT},
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
+    for line in completed.stdout.splitlines():
+        if line.startswith(MARKER):
+            return json.loads(line[len(MARKER) :])
+    raise RuntimeError(f"memory child failed ({completed.returncode}): {completed.stderr[-2000:]}")
+
+
+def run(profile: str = "full") -> dict[str, Any]:
+    from agent_knowledge.retrieval.builder import build_snapshot
+
+    sizes = PROFILES[profile]
+    result: dict[str, Any] = {"sizes": list(sizes), "current_memory_mb": CURRENT_MEMORY_MB}
+    with tempfile.TemporaryDirectory(prefix="ak-bench-memory-") as scratch:
+        result["handler_only"] = _child("-", "-")
+        points = []
+        for size in sizes:
+            chunks = synthetic_chunks(size)
+            _, indexed = document_records(chunks)
+            snapshot, _ = build_snapshot(indexed)
+            snapshot_path = Path(scratch) / f"snapshot-{size}.tar"
+            snapshot_path.write_bytes(snapshot)
+            queries_path = Path(scratch) / f"queries-{size}.json"
+            queries = known_item_queries([chunk.text for chunk in chunks], 200, seed=size)
+            queries_path.write_text(json.dumps(queries), encoding="utf-8")
+            del chunks, indexed, snapshot
+            measured = _child(str(snapshot_path), str(queries_path))
+            points.append({"chunks": size, "snapshot_bytes": snapshot_path.stat().st_size, **measured})
+    result["points"] = points
+    largest = max(point["peak_rss_mib"] for point in points)
+    needed = largest * RUNTIME_HEADROOM
+    result["needed_mb"] = round(needed)
+    result["current_fits"] = needed <= CURRENT_MEMORY_MB
+    return result

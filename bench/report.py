@@ -1,0 +1,260 @@
+"""Turn the figures' JSON into the summary: bench/results/SUMMARY.md, the table in bench/README.md
+(between the performance-suite markers, nothing else of that file is touched) and the plot."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+README = ROOT / "bench" / "README.md"
+PLOT = ROOT / "docs" / "bench-scaling.png"
+START = "<!-- performance-suite:results:start -->"
+END = "<!-- performance-suite:results:end -->"
+FIGURES = ("cold_start", "warm", "scaling", "memory", "budget", "ingest")
+
+
+def commit() -> str:
+    def git(*arguments: str) -> str:
+        return subprocess.run(["git", *arguments], cwd=ROOT, capture_output=True, text=True, check=False).stdout.strip()
+
+    head = git("rev-parse", "--short", "HEAD") or "unknown"
+    # The working tree is shared; say when it held uncommitted changes while the figures were taken.
+    return head + ("+dirty" if git("status", "--porcelain", "--untracked-files=no") else "")
+
+
+def load(results: Path) -> dict[str, dict[str, Any]]:
+    found = {}
+    for name in FIGURES:
+        path = results / f"{name}.json"
+        if path.exists():
+            found[name] = json.loads(path.read_text(encoding="utf-8"))
+    return found
+
+
+def _met(flag: bool | None) -> str:
+    return "n/a" if flag is None else ("met" if flag else "**missed**")
+
+
+def _cold(doc: dict[str, Any]) -> list[str]:
+    figure = doc["result"]
+    lines = [
+        f"**1. Cold start** ({doc['commit']}; median of {figure['runs']} fresh processes each; "
+        "`POWERTOOLS_TRACE_DISABLED=true` unless marked traced; import + first request, ms)",
+        "",
+        "| handler | ours p50 | floor p50 | ratio (moto in-process) | ratio (moto server) | ratio traced | target |",
+        "|---|---:|---:|---:|---:|---:|---|",
+    ]
+    for name, point in figure["in_process"].items():
+        server = figure.get("moto_server", {}).get(name, {})
+        traced = figure.get("in_process_traced", {}).get(name, {})
+        lines.append(
+            f"| {name} | {point['ours_p50_ms']} | {point['floor_p50_ms']} | {point['ratio']} | "
+            f"{server.get('ratio', '–')} | {traced.get('ratio', '–')} | ≤ {figure['target_ratio']}: "
+            f"{_met(point['ratio'] <= figure['target_ratio'])} |"
+        )
+    return lines
+
+
+def _warm(doc: dict[str, Any]) -> list[str]:
+    figure = doc["result"]
+    lines = [
+        f"**2. Warm latency** ({doc['commit']}; {figure['documents']}-document KB, {figure['chunks']} chunks; "
+        "in-process against moto; floor = the same AWS calls with plain boto3; ms)",
+        "",
+        "| handler | AWS calls | ours p50 / p95 | floor p50 / p95 | ratio p50 | added p50 | target |",
+        "|---|---:|---:|---:|---:|---:|---|",
+    ]
+    for name in ("capabilities", "search", "read"):
+        point = figure[name]
+        target = (
+            f"≤ {figure['target_extra_ms']} ms: {_met(point['extra_p50_ms'] <= figure['target_extra_ms'])}"
+            if name != "capabilities"
+            else "–"
+        )
+        ours, floor = point["ours"], point["floor"]
+        lines.append(
+            f"| {name} | {point['aws_calls_per_request']} | {ours['p50_ms']:.2f} / {ours['p95_ms']:.2f}"
+            f" | {floor['p50_ms']:.2f} / {floor['p95_ms']:.2f} | {point['ratio_p50']} | "
+            f"{point['extra_p50_ms']:.2f} | {target} |"
+        )
+    return lines
+
+
+def _scaling(doc: dict[str, Any]) -> list[str]:
+    figure = doc["result"]
+    lines = [
+        f"**3. Scaling** ({doc['commit']}; query path without AWS calls; ms)",
+        "",
+        "| corpus | chunks | ours p50 / p95 | tantivy p50 / p95 | bm25s p50 / p95 | ours ÷ tantivy p50 | "
+        "load ours / tantivy / bm25s |",
+        "|---|---:|---:|---:|---:|---:|---:|",
+    ]
+    for point in figure["synthetic"] + figure.get("real", []):
+        label = point.get("corpus", "synthetic en")
+        cells = [
+            f"{point[name]['query']['p50_ms']:.3f} / {point[name]['query']['p95_ms']:.3f}"
+            for name in ("ours", "tantivy", "bm25s")
+        ]
+        loads = " / ".join(f"{point[name]['load_p50_ms']:.1f}" for name in ("ours", "tantivy", "bm25s"))
+        lines.append(
+            f"| {label} | {point['chunks']} | {' | '.join(cells)} | {point['ratio_to_tantivy_p50']} | {loads} |"
+        )
+    growth = figure["growth_p50"]
+    lines += [
+        "",
+        f"Growth of p50 from {figure['sizes'][0]} to {figure['sizes'][-1]} chunks: ours ×{growth['ours']}, "
+        f"tantivy ×{growth['tantivy']}. Target (≤ {figure['target_ratio']}× tantivy at every size, growth no worse): "
+        f"{_met(figure['met'])}.",
+    ]
+    if figure.get("real_unavailable"):
+        lines.append(f"Real corpora unavailable in this run: {figure['real_unavailable']}.")
+    return lines
+
+
+def _memory(doc: dict[str, Any]) -> list[str]:
+    figure = doc["result"]
+    lines = [
+        f"**4. Memory** ({doc['commit']}; fresh process: search handler imported, index loaded, 200 queries; MiB)",
+        "",
+        "| chunks | snapshot MB | /tmp MB | RSS after import | after load | peak (VmHWM) |",
+        "|---:|---:|---:|---:|---:|---:|",
+        f"| handler only | – | – | {figure['handler_only']['imported_rss_mib']} | – | "
+        f"{figure['handler_only']['peak_rss_mib']} |",
+    ]
+    for point in figure["points"]:
+        lines.append(
+            f"| {point['chunks']} | {point['snapshot_bytes'] / 1e6:.1f} | {point['tmp_bytes'] / 1e6:.1f} | "
+            f"{point['imported_rss_mib']} | {point['loaded_rss_mib']} | {point['peak_rss_mib']} |"
+        )
+    lines += [
+        "",
+        f"Peak × 1.3 (runtime headroom) = {figure['needed_mb']} MB; the template's {figure['current_memory_mb']} MB "
+        f"{'covers it' if figure['current_fits'] else 'does not cover it'}.",
+    ]
+    return lines
+
+
+def _budget(doc: dict[str, Any]) -> list[str]:
+    figure = doc["result"]
+    lines = [
+        f"**5. Budget fill** ({doc['commit']}; mean / min of bytes ÷ budget; "
+        "read pages exclude each chain's last page)",
+        "",
+        "| corpus | search (÷ 4096) | read 4096 | read 16384 | read 32768 | target (read min) |",
+        "|---|---:|---:|---:|---:|---|",
+    ]
+    for language, label in (("en", "ASCII"), ("zh", "Chinese")):
+        point = figure[language]
+        reads = []
+        for size in (4096, 16384, 32768):
+            fill = point[f"read_{size}"]["all_but_last"]
+            reads.append(f"{fill['mean']:.4f} / {fill['min']:.4f} (n={fill['n']})" if fill else "–")
+        search = point["search"]
+        lines.append(
+            f"| {label} | {search['mean']:.4f} / {search['min']:.4f} | {' | '.join(reads)} | "
+            f"≥ {point['target']}: {_met(point['met'])} |"
+        )
+    return lines
+
+
+def _ingest(doc: dict[str, Any]) -> list[str]:
+    figure = doc["result"]
+    bulk = figure["bulk_local"]
+    lines = [
+        f"**6. Ingest** ({doc['commit']})",
+        "",
+        f"- Bulk ingest into `agent-knowledge serve` (`doc put --dir`, {bulk['workers']} workers, one rebuild): "
+        f"{bulk['documents']} documents ({bulk['bytes'] / 1e6:.1f} MB) in {bulk['wall_seconds']} s = "
+        f"**{bulk['documents_per_second']} documents/s**.",
+    ]
+    for point in figure["rebuild_moto"]:
+        lines.append(
+            f"- Rebuild per generation against in-process moto, {point['documents']} documents: "
+            f"p50 {point['p50_seconds']} s (in-process ingest: "
+            f"{point['in_process_ingest_documents_per_second']} documents/s)."
+        )
+    for point in figure["rebuild_in_memory"]:
+        lines.append(
+            f"- Rebuild per generation with storage in memory, {point['documents']} documents "
+            f"({point['chunks']} chunks): p50 {point['p50_seconds']} s ({point['chunks_per_second']} chunks/s)."
+        )
+    return lines
+
+
+RENDERERS = {
+    "cold_start": _cold,
+    "warm": _warm,
+    "scaling": _scaling,
+    "memory": _memory,
+    "budget": _budget,
+    "ingest": _ingest,
+}
+
+
+def summary(figures: dict[str, dict[str, Any]], plot: Path | None) -> str:
+    lines = [f"Produced by `python -m bench` at commit {commit()} (each figure names the commit it ran at).", ""]
+    for name in FIGURES:
+        if name in figures:
+            lines += RENDERERS[name](figures[name]) + [""]
+            if name == "scaling" and plot is not None:
+                lines += [f"![Query latency and index load time against corpus size]({plot})", ""]
+    return "\n".join(lines).rstrip() + "\n"
+
+
+def plot_scaling(figure: dict[str, Any], path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    points = figure["synthetic"]
+    sizes = [point["chunks"] for point in points]
+    fig, (latency, load) = plt.subplots(1, 2, figsize=(11, 4.2))
+    styles = {"ours": ("tab:blue", "o"), "tantivy": ("tab:orange", "s"), "bm25s": ("tab:green", "^")}
+    for name, (color, marker) in styles.items():
+        p50 = [point[name]["query"]["p50_ms"] for point in points]
+        p95 = [point[name]["query"]["p95_ms"] for point in points]
+        latency.plot(sizes, p50, color=color, marker=marker, label=f"{name} p50")
+        latency.plot(sizes, p95, color=color, marker=marker, linestyle="--", alpha=0.6, label=f"{name} p95")
+        load.plot(sizes, [point[name]["load_p50_ms"] for point in points], color=color, marker=marker, label=name)
+    for axis, title, unit in ((latency, "Query latency", "ms per query"), (load, "Index load (p50)", "ms")):
+        axis.set_xscale("log")
+        axis.set_yscale("log")
+        axis.set_xlabel("chunks in the knowledge base")
+        axis.set_ylabel(unit)
+        axis.set_title(title)
+        axis.grid(True, which="both", alpha=0.3)
+        axis.legend(fontsize=8)
+    fig.suptitle("Search query path vs raw engines (synthetic English corpus)", fontsize=11)
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def write(results: Path, update_readme: bool, plot_path: Path | None = PLOT) -> str:
+    figures = load(results)
+    plot = None
+    if "scaling" in figures and plot_path is not None:
+        plot_scaling(figures["scaling"]["result"], plot_path)
+        plot = plot_path
+    readme_plot = Path("..") / plot.relative_to(ROOT) if plot and plot.is_relative_to(ROOT) else plot
+    text = summary(figures, readme_plot)
+    (results / "SUMMARY.md").write_text("# Performance suite — summary\n\n" + text, encoding="utf-8")
+    if update_readme:
+        _update_readme(text)
+    return text
+
+
+def _update_readme(text: str) -> None:
+    current = README.read_text(encoding="utf-8") if README.exists() else ""
+    block = f"{START}\n{text}{END}"
+    if START in current and END in current:
+        before, rest = current.split(START, 1)
+        after = rest.split(END, 1)[1]
+        README.write_text(before + block + after, encoding="utf-8")
+    else:
+        README.write_text(current.rstrip() + "\n\n## Performance suite\n\n" + block + "\n", encoding="utf-8")

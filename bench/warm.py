@@ -1,0 +1,153 @@
+"""Figure 2 — warm handler latency in-process against moto, beside a floor of the same AWS calls.
+
+A botocore hook on the layer's clients records every operation (and its parameters) a warm
+request makes; the floor replays exactly those calls with plain boto3 clients and no logic.
+moto's own per-call cost is in both, so `ours - floor` is the work our code adds: routing,
+validation, identity and scope checks, the index query, token signing, byte budgets, JSON.
+Requests of ours and of the floor alternate, so both see the same machine noise.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import copy
+import json
+import os
+import statistics
+import time
+from collections import Counter
+from collections.abc import Iterator
+from typing import Any
+
+from bench import handlers
+from bench.corpus import documents, known_item_queries
+from bench.environment import local_stack
+from bench.stats import ratio, summary_ms
+from bench.workspace import ingest, seed_demo_workspace
+
+HANDLERS = ("capabilities", "search", "read")
+TARGET_EXTRA_MS = 2.0
+SERVICES = ("dynamodb", "s3", "secretsmanager")
+
+Call = tuple[str, str, dict[str, Any]]
+
+
+class CallRecorder:
+    """Records (service, operation, parameters) of every call made through the layer's clients."""
+
+    def __init__(self) -> None:
+        self.calls: list[Call] = []
+        self.recording = False
+        from agent_knowledge import aws
+
+        for service in SERVICES:
+            aws.client(service).meta.events.register("provide-client-params", self._record)
+
+    def _record(self, params: dict[str, Any], model: Any, **_: Any) -> None:
+        if self.recording:
+            self.calls.append((model.service_model.service_name, model.name, copy.deepcopy(params)))
+
+    @contextlib.contextmanager
+    def record(self) -> Iterator[list[Call]]:
+        self.calls, self.recording = [], True
+        try:
+            yield self.calls
+        finally:
+            self.recording = False
+
+
+class Floor:
+    """The same calls with plain boto3: no validation, no logic, bodies read like ours reads them."""
+
+    def __init__(self) -> None:
+        import boto3
+        import botocore
+
+        session = boto3.session.Session()
+        self._clients = {service: session.client(service) for service in SERVICES}
+        self._xform = botocore.xform_name
+
+    def replay(self, calls: list[Call]) -> None:
+        for service, operation, params in calls:
+            response = getattr(self._clients[service], self._xform(operation))(**params)
+            body = response.get("Body")
+            if body is not None:
+                body.read()
+
+
+@contextlib.contextmanager
+def _quiet() -> Iterator[None]:
+    # Powertools writes metrics (EMF) and logs to stdout on every request; keep them off the terminal.
+    with open(os.devnull, "w") as sink, contextlib.redirect_stdout(sink):
+        yield
+
+
+def _requests(name: str, queries: list[str]) -> list[dict[str, Any]]:
+    if name == "capabilities":
+        return [handlers.event("capabilities")]
+    if name == "search":
+        return [handlers.event("search", {"query": query}) for query in queries]
+    refs = []
+    for query in queries:
+        status, body = handlers.invoke("search", handlers.event("search", {"query": query}))
+        assert status == 200, body
+        refs.append(json.loads(body)["hints"][0]["ref"])
+    return [handlers.event("read", {"ref": ref}) for ref in refs]
+
+
+def _measure(name: str, events: list[dict[str, Any]], rounds: int, recorder: CallRecorder, floor: Floor) -> dict:
+    recordings = []
+    for event in events:
+        handlers.invoke(name, event)  # warm: index loaded, signing key read, clients created
+        with recorder.record() as calls:
+            status, body = handlers.invoke(name, event)
+        assert status == 200, body
+        recordings.append(list(calls))
+    ours: list[float] = []
+    base: list[float] = []
+    for _ in range(rounds):
+        for event, calls in zip(events, recordings, strict=True):
+            started = time.perf_counter()
+            handlers.invoke(name, event)
+            middle = time.perf_counter()
+            floor.replay(calls)
+            ours.append(middle - started)
+            base.append(time.perf_counter() - middle)
+    extra = [(o - b) * 1000 for o, b in zip(ours, base, strict=True)]
+    operations = Counter(f"{service}:{operation}" for calls in recordings for service, operation, _ in calls)
+    ours_summary, floor_summary = summary_ms(ours), summary_ms(base)
+    return {
+        "requests": len(events),
+        "aws_calls_per_request": round(sum(len(calls) for calls in recordings) / len(recordings), 2),
+        "operations": dict(sorted(operations.items())),
+        "ours": ours_summary,
+        "floor": floor_summary,
+        "ratio_p50": ratio(ours_summary["p50_ms"], floor_summary["p50_ms"]),
+        "extra_p50_ms": round(ours_summary["p50_ms"] - floor_summary["p50_ms"], 3),
+        "extra_paired_p50_ms": round(statistics.median(extra), 3),
+    }
+
+
+PROFILES = {
+    "full": {"documents": 1000, "rounds": 30, "queries": 10},
+    "quick": {"documents": 100, "rounds": 5, "queries": 5},
+    "smoke": {"documents": 8, "rounds": 1, "queries": 2},
+}
+
+
+def run(profile: str = "full") -> dict[str, Any]:
+    settings = PROFILES[profile]
+    document_count, rounds = settings["documents"], settings["rounds"]
+    docs = list(documents("en", document_count, 3000, seed=21))
+    queries = known_item_queries([doc.body for doc in docs], settings["queries"], seed=22)
+    result: dict[str, Any] = {"documents": document_count, "rounds": rounds, "target_extra_ms": TARGET_EXTRA_MS}
+    with local_stack() as repositories, _quiet():
+        seed_demo_workspace(repositories)
+        timing = ingest(repositories, "handbook", docs)
+        result["chunks"] = sum(record.chunk_count for record in repositories.documents.list("handbook"))
+        result["seed_seconds"] = round(timing.ingest_seconds + timing.rebuild_seconds, 1)
+        recorder, floor = CallRecorder(), Floor()
+        for name in HANDLERS:
+            result[name] = _measure(name, _requests(name, queries), rounds, recorder, floor)
+    result["met"] = all(result[name]["extra_p50_ms"] <= TARGET_EXTRA_MS for name in ("search", "read"))
+    return result
