@@ -163,13 +163,15 @@ def _budget(doc: dict[str, Any]) -> list[str]:
 def _ingest(doc: dict[str, Any]) -> list[str]:
     figure = doc["result"]
     bulk = figure["bulk_local"]
-    lines = [
-        f"**6. Ingest** ({doc['commit']})",
-        "",
-        f"- Bulk ingest into `agent-knowledge serve` (`doc put --dir`, {bulk['workers']} workers, one rebuild): "
-        f"{bulk['documents']} documents ({bulk['bytes'] / 1e6:.1f} MB) in {bulk['wall_seconds']} s = "
-        f"**{bulk['documents_per_second']} documents/s**.",
-    ]
+    lines = [f"**6. Ingest** ({doc['commit']})", ""]
+    if "unavailable" in bulk:
+        lines.append(f"- Bulk ingest into the local stack: not measured ({bulk['unavailable']}).")
+    else:
+        lines.append(
+            f"- Bulk ingest into `agent-knowledge serve` (`doc put --dir`, {bulk['workers']} workers, one rebuild): "
+            f"{bulk['documents']} documents ({bulk['bytes'] / 1e6:.1f} MB) in {bulk['wall_seconds']} s = "
+            f"**{bulk['documents_per_second']} documents/s**."
+        )
     for point in figure["rebuild_moto"]:
         lines.append(
             f"- Rebuild per generation against in-process moto, {point['documents']} documents: "
@@ -195,7 +197,8 @@ RENDERERS = {
 
 
 def summary(figures: dict[str, dict[str, Any]], plot: Path | None) -> str:
-    lines = [f"Produced by `python -m bench` at commit {commit()} (each figure names the commit it ran at).", ""]
+    commits = sorted({document["commit"] for document in figures.values()})
+    lines = [f"Produced by `python -m bench` at commit {', '.join(commits)} (each figure names its commit).", ""]
     for name in FIGURES:
         if name in figures:
             lines += RENDERERS[name](figures[name]) + [""]
