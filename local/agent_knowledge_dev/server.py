@@ -118,6 +118,9 @@ def _bind(host: str, port: int, gateway: Gateway, quiet: bool) -> ApiServer:
 def _start_moto() -> Any:
     from moto.server import ThreadedMotoServer
 
+    from agent_knowledge_dev import moto_speedups
+
+    moto_speedups.install()
     logging.getLogger("werkzeug").setLevel(logging.ERROR)
     moto = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
     moto.start()

@@ -9,9 +9,12 @@ the deployed stack's table and bucket names from the same environment variables 
 from __future__ import annotations
 
 import argparse
+import functools
 import os
+from typing import Any
 
 from agent_knowledge.repositories import Repositories
+from agent_knowledge.settings import Settings
 from agent_knowledge_dev.console import CliError
 
 ADMIN_VARIABLES = ("SESSIONS_TABLE", "CONFIG_TABLE", "DOCUMENTS_TABLE", "RUNS_TABLE", "BODIES_BUCKET")
@@ -34,8 +37,25 @@ def connect(arguments: argparse.Namespace) -> Repositories:
     return repositories
 
 
+@functools.cache
+def _client(service: str) -> Any:
+    """The functions' clients give up after 4 s (a Lambda has 15 s in all). An operator's bulk job
+    against a busy local moto or a throttled table can afford to wait and retry longer."""
+    import botocore.session
+    from botocore.config import Config
+
+    config = Config(
+        retries={"mode": "standard", "max_attempts": 5}, connect_timeout=5, read_timeout=120, max_pool_connections=32
+    )
+    return botocore.session.get_session().create_client(service, config=config)
+
+
+def _repositories(settings: Settings) -> Repositories:
+    return Repositories.build(settings, _client("dynamodb"), s3=lambda: _client("s3"))
+
+
 def _local_repositories() -> Repositories:
-    from agent_knowledge.repositories import default_repositories
+    from agent_knowledge.settings import get_settings
     from agent_knowledge_dev.localstate import running_server
     from agent_knowledge_dev.runtime import use_local_backend, use_stack_environment
 
@@ -44,13 +64,11 @@ def _local_repositories() -> Repositories:
         raise CliError("no local stack: start one with `agent-knowledge serve` (or pass --aws for a deployed stack)")
     use_local_backend(server.moto_endpoint)
     use_stack_environment(server.environment)
-    return default_repositories()
+    _client.cache_clear()
+    return _repositories(get_settings())
 
 
 def _aws_repositories() -> Repositories:
-    from agent_knowledge import aws
-    from agent_knowledge.settings import Settings
-
     missing = [name for name in ADMIN_VARIABLES if not os.environ.get(name)]
     if missing:
         raise CliError(f"--aws needs the stack's names in {', '.join(missing)} (see the README, 'Deploy')")
@@ -63,4 +81,5 @@ def _aws_repositories() -> Repositories:
         # The admin commands never sign references, so they do not need the server token.
         server_token_secret_id=os.environ.get("SERVER_TOKEN_SECRET_ID") or "not-used-by-admin-commands",
     )
-    return Repositories.build(settings, aws.client("dynamodb"), s3=lambda: aws.client("s3"))
+    _client.cache_clear()
+    return _repositories(settings)

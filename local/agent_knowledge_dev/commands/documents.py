@@ -108,7 +108,9 @@ def _put_directory(arguments: argparse.Namespace) -> int:
     finally:
         if bar is not None:
             bar.close()
-    print_json(summary.as_dict() | {"seconds": round(time.perf_counter() - started, 2)})
+    result = summary.as_dict()
+    result["seconds"]["total"] = round(time.perf_counter() - started, 2)
+    print_json(result)
     return 1 if summary.failed else 0
 
 

@@ -61,11 +61,13 @@ def _invoke_in_process(route: Any, event: dict[str, Any]) -> Any:
 
     from agent_knowledge import aws
     from agent_knowledge.repositories import default_repositories
+    from agent_knowledge_dev import moto_speedups
     from agent_knowledge_dev.demo import seed_demo, seed_sample_documents
     from agent_knowledge_dev.functions import LocalContext, function_logs_to_stderr, load_handler
     from agent_knowledge_dev.runtime import reset_caches, use_local_backend, use_stack_environment
     from agent_knowledge_dev.stack import create_stack
 
+    moto_speedups.install()
     use_local_backend(None)
     with mock_aws():
         use_stack_environment(create_stack(aws.client))

@@ -1,0 +1,236 @@
+"""Bulk ingest into the local stack, and `serve` start-up time.
+
+    .venv/bin/python -m bench.ingest_local [--documents 3000] [--megabytes 25] [--workers 4] [--serve-runs 3]
+
+1. `serve` start-to-ready: start `agent-knowledge serve` on a free port (own state dir), wall time
+   from process start until the banner with the bearer token is printed (what a person waits for;
+   includes interpreter start, imports, moto, the stack from template.yaml and the demo seed with
+   its 12 documents). Repeated `--serve-runs` times. Target: < 5 s.
+2. Bulk ingest: write a synthetic corpus to a temporary folder, then run exactly what a user runs
+   against that server — `agent-knowledge kb create` and `agent-knowledge doc put KB --dir DIR` in a
+   subprocess (threads, one index rebuild at the end) — and time it. Then the same command again on
+   the unchanged folder (everything skipped). Target for the first run: < 60 s.
+
+The corpus is synthetic but built from real text: English documents are paragraphs of real
+sentences from the Python documentation shipped with CPython (`pydoc_data`), Chinese documents are
+sentences of the Chinese sample documents; Markdown with headings, ~10 % HTML and ~10 % plain text,
+sizes log-normally distributed (a few long documents, many short ones), 20 % Chinese, scaled so the
+whole corpus is `--megabytes` of UTF-8. Reproducible from `--seed`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import html
+import json
+import math
+import os
+import random
+import re
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+CLI = [sys.executable, "-m", "agent_knowledge_dev.cli"]
+ZH_SAMPLES = ROOT / "local" / "agent_knowledge_dev" / "sample_docs" / "zh"
+
+
+def _english_sentences() -> list[str]:
+    import pydoc_data.topics
+
+    text = " ".join(pydoc_data.topics.topics[key] for key in sorted(pydoc_data.topics.topics))
+    text = re.sub(r"\s+", " ", text)
+    return [s.strip() for s in re.split(r"(?<=[.!?])\s+(?=[A-Z])", text) if 40 <= len(s.strip()) <= 400]
+
+
+def _chinese_sentences() -> list[str]:
+    text = " ".join(path.read_text(encoding="utf-8") for path in sorted(ZH_SAMPLES.glob("*")))
+    text = re.sub(r"^[#\-\d.\s*]+", "", text, flags=re.MULTILINE)
+    return [s.strip() + "。" for s in re.split(r"[。！？]", text) if len(s.strip()) >= 8]
+
+
+class Corpus:
+    def __init__(self, seed: int) -> None:
+        self.rng = random.Random(seed)
+        self.english = _english_sentences()
+        self.chinese = _chinese_sentences()
+
+    def _paragraph(self, chinese: bool) -> str:
+        pool = self.chinese if chinese else self.english
+        separator = "" if chinese else " "
+        return separator.join(self.rng.choice(pool) for _ in range(self.rng.randint(2, 7)))
+
+    def _title(self, chinese: bool) -> str:
+        if chinese:
+            return self.rng.choice(self.chinese)[:16].rstrip("，。")
+        words = re.findall(r"[A-Za-z]{4,}", self.rng.choice(self.english))
+        return " ".join(words[:5]).capitalize() or "Notes"
+
+    def document(self, number: int, target_bytes: int) -> tuple[str, str]:
+        """(relative path, text) of one document of about `target_bytes` UTF-8 bytes."""
+        chinese = self.rng.random() < 0.2
+        kind = self.rng.choices(["md", "html", "txt"], weights=[8, 1, 1])[0]
+        title = f"{self._title(chinese)} {number}"
+        sections: list[tuple[str, list[str]]] = []
+        size = 0
+        while size < target_bytes:
+            paragraphs = []
+            for _ in range(self.rng.randint(1, 5)):
+                paragraph = self._paragraph(chinese)
+                paragraphs.append(paragraph)
+                size += len(paragraph.encode("utf-8")) + 2
+                if size >= target_bytes:
+                    break
+            sections.append((self._title(chinese), paragraphs))
+        folder = f"team-{number % 17:02d}/{'zh' if chinese else 'en'}"
+        if kind == "md":
+            body = "\n\n".join(f"## {heading}\n\n" + "\n\n".join(ps) for heading, ps in sections)
+            return f"{folder}/doc-{number:05d}.md", f"# {title}\n\n{body}\n"
+        if kind == "html":
+            body = "".join(
+                f"<h2>{html.escape(heading)}</h2>" + "".join(f"<p>{html.escape(p)}</p>\n" for p in ps)
+                for heading, ps in sections
+            )
+            page = f"<html><head><title>{html.escape(title)}</title></head><body><h1>{html.escape(title)}</h1>\n"
+            return f"{folder}/doc-{number:05d}.html", page + body + "</body></html>\n"
+        body = "\n\n".join(f"{heading}\n\n" + "\n\n".join(ps) for heading, ps in sections)
+        return f"{folder}/doc-{number:05d}.txt", f"{title}\n\n{body}\n"
+
+
+def write_corpus(folder: Path, documents: int, megabytes: float, seed: int) -> int:
+    """Write the corpus; returns its total size in bytes."""
+    corpus = Corpus(seed)
+    rng = random.Random(seed + 1)
+    raw = [rng.lognormvariate(0, 0.9) for _ in range(documents)]
+    scale = megabytes * 1_000_000 / sum(raw)
+    total = 0
+    for number, weight in enumerate(raw):
+        relative, text = corpus.document(number, max(400, int(weight * scale)))
+        path = folder / relative
+        path.parent.mkdir(parents=True, exist_ok=True)
+        data = text.encode("utf-8")
+        path.write_bytes(data)
+        total += len(data)
+    return total
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+class Server:
+    """`agent-knowledge serve` in a subprocess with its own state dir."""
+
+    def __init__(self, state_dir: Path) -> None:
+        self.environment = {k: v for k, v in os.environ.items() if not k.startswith(("AWS_", "POWERTOOLS_"))}
+        self.environment["AGENT_KNOWLEDGE_STATE_DIR"] = str(state_dir)
+        self.environment["PYTHONUNBUFFERED"] = "1"
+        self.output = state_dir.parent / f"{state_dir.name}.out"
+        self.process: subprocess.Popen[bytes] | None = None
+
+    def start(self) -> float:
+        """Seconds from process start to the ready banner."""
+        with self.output.open("wb") as sink:
+            started = time.perf_counter()
+            self.process = subprocess.Popen(
+                [*CLI, "serve", "--port", str(_free_port()), "--quiet"],
+                env=self.environment,
+                stdout=sink,
+                stderr=subprocess.STDOUT,
+                cwd=ROOT,
+            )
+        while "demo bearer" not in self.output.read_text(encoding="utf-8", errors="replace"):
+            if self.process.poll() is not None:
+                raise SystemExit(f"serve failed:\n{self.output.read_text(errors='replace')}")
+            time.sleep(0.01)
+        return time.perf_counter() - started
+
+    def cpu_seconds(self) -> float:
+        """CPU time of the serve process (it runs the moto server), from /proc."""
+        assert self.process is not None
+        fields = Path(f"/proc/{self.process.pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+    def stop(self) -> None:
+        assert self.process is not None
+        self.process.send_signal(signal.SIGINT)
+        self.process.wait(timeout=60)
+
+    def cli(self, *arguments: str) -> tuple[float, subprocess.CompletedProcess[str]]:
+        started = time.perf_counter()
+        result = subprocess.run([*CLI, *arguments], env=self.environment, capture_output=True, text=True, cwd=ROOT)
+        return time.perf_counter() - started, result
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--documents", type=int, default=3000)
+    parser.add_argument("--megabytes", type=float, default=25.0)
+    parser.add_argument("--workers", type=int, default=4)
+    parser.add_argument("--serve-runs", type=int, default=3)
+    parser.add_argument("--seed", type=int, default=2026)
+    arguments = parser.parse_args()
+
+    results: dict[str, object] = {"cpu_count": os.cpu_count(), "python": sys.version.split()[0]}
+    with tempfile.TemporaryDirectory(prefix="bench-ingest-") as scratch:
+        work = Path(scratch)
+        starts = []
+        for run in range(arguments.serve_runs):
+            server = Server(work / f"state-{run}")
+            starts.append(server.start())
+            server.stop()
+        results["serve_ready_seconds"] = [round(s, 2) for s in starts]
+        results["serve_ready_median_seconds"] = round(statistics.median(starts), 2)
+
+        corpus = work / "corpus"
+        started = time.perf_counter()
+        total = write_corpus(corpus, arguments.documents, arguments.megabytes, arguments.seed)
+        results["corpus"] = {
+            "documents": arguments.documents,
+            "bytes": total,
+            "generation_seconds": round(time.perf_counter() - started, 1),
+        }
+
+        server = Server(work / "state-ingest")
+        server.start()
+        try:
+            _, created = server.cli("kb", "create", "bench")
+            if created.returncode:
+                raise SystemExit(created.stderr)
+            for label in ("first_ingest", "unchanged_reingest"):
+                serve_cpu = server.cpu_seconds()
+                seconds, result = server.cli(
+                    "doc", "put", "bench", "--dir", str(corpus), "--workers", str(arguments.workers), "--no-progress"
+                )
+                if result.returncode:
+                    raise SystemExit(f"{label} failed:\n{result.stderr[-2000:]}")
+                summary = json.loads(result.stdout)
+                results[label] = {
+                    "wall_seconds": round(seconds, 1),
+                    "documents_per_second": round(arguments.documents / seconds, 1),
+                    "megabytes_per_second": round(total / 1_000_000 / seconds, 2),
+                    "summary": {k: summary[k] for k in ("created", "updated", "skipped", "failed", "index_generation")},
+                    "phase_seconds": summary["seconds"],
+                    "serve_process_cpu_seconds": round(server.cpu_seconds() - serve_cpu, 1),
+                }
+        finally:
+            server.stop()
+    results["targets"] = {
+        "serve_ready_under_5_s": results["serve_ready_median_seconds"] < 5,  # type: ignore[operator]
+        "ingest_under_60_s": results["first_ingest"]["wall_seconds"] < 60,  # type: ignore[index]
+    }
+    print(json.dumps(results, indent=2))
+    if not math.isfinite(float(results["serve_ready_median_seconds"])):  # type: ignore[arg-type]
+        raise SystemExit(1)
+
+
+if __name__ == "__main__":
+    main()
