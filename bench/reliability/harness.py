@@ -1,0 +1,121 @@
+"""The local API (gateway + handlers) on a moto server this process controls, for fault drills and
+load runs.
+
+`agent-knowledge serve` owns its moto server privately; drills need to take storage away while the
+API keeps running. Run as a subprocess so the environment it sets (AWS_ENDPOINT_URL, table names)
+never leaks into the caller:
+
+    python -m bench.reliability.harness [--port 0]
+
+It prints `ready <api url> <demo bearer>` and then obeys one command per line on stdin:
+
+    stop-storage   stop the moto server: connections are refused        → "storage stopped"
+    hang-storage   a listener on moto's port that accepts and never answers → "storage hanging"
+    quit           stop everything                                      → exits 0
+"""
+
+from __future__ import annotations
+
+import argparse
+import socket
+import sys
+import threading
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass
+class Harness:
+    port: int = 0
+    moto: Any = None
+    api: Any = None
+    moto_port: int = 0
+    _black_hole: socket.socket | None = None
+    _held: list[socket.socket] = field(default_factory=list)
+
+    def start(self) -> str:
+        import logging
+
+        from moto.server import ThreadedMotoServer
+
+        from agent_knowledge import aws
+        from agent_knowledge.repositories import default_repositories
+        from agent_knowledge_dev.demo import seed_demo, seed_sample_documents
+        from agent_knowledge_dev.functions import FunctionInvoker, function_logs_to_stderr
+        from agent_knowledge_dev.gateway import Gateway
+        from agent_knowledge_dev.runtime import use_local_backend, use_stack_environment
+        from agent_knowledge_dev.server import ApiServer
+        from agent_knowledge_dev.stack import create_stack
+        from agent_knowledge_dev.template import function_routes
+
+        logging.getLogger("werkzeug").setLevel(logging.ERROR)
+        self.moto = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
+        self.moto.start()
+        host, self.moto_port = self.moto.get_host_and_port()
+        use_local_backend(f"http://{host}:{self.moto_port}")
+        use_stack_environment(create_stack(aws.client))
+        function_logs_to_stderr()
+        seed_demo(default_repositories())
+        seed_sample_documents(default_repositories())
+        self.api = ApiServer(("127.0.0.1", self.port), Gateway(function_routes(), FunctionInvoker()), quiet=True)
+        threading.Thread(target=self.api.serve_forever, kwargs={"poll_interval": 0.1}, daemon=True).start()
+        return self.api.base_url
+
+    def stop_storage(self) -> None:
+        self.moto.stop()
+
+    def hang_storage(self) -> None:
+        """Storage that accepts connections and never answers: every call waits out its read timeout."""
+        self.moto.stop()
+        listener = socket.socket()
+        listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        listener.bind(("127.0.0.1", self.moto_port))
+        listener.listen(128)
+        self._black_hole = listener
+
+        def accept_and_hold() -> None:
+            while True:
+                try:
+                    connection, _ = listener.accept()
+                except OSError:
+                    return
+                self._held.append(connection)
+
+        threading.Thread(target=accept_and_hold, daemon=True).start()
+
+    def close(self) -> None:
+        if self.api is not None:
+            self.api.shutdown()
+            self.api.server_close()
+        if self._black_hole is not None:
+            self._black_hole.close()
+        else:
+            self.moto.stop()
+
+
+def main(argv: list[str] | None = None) -> int:
+    from agent_knowledge_dev.demo import DEMO_TOKEN
+
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--port", type=int, default=0)
+    arguments = parser.parse_args(argv)
+    harness = Harness(port=arguments.port)
+    print(f"ready {harness.start()} {DEMO_TOKEN}", flush=True)
+    for line in sys.stdin:
+        command = line.strip()
+        if command == "stop-storage":
+            harness.stop_storage()
+            print("storage stopped", flush=True)
+        elif command == "hang-storage":
+            harness.hang_storage()
+            print("storage hanging", flush=True)
+        elif command == "quit":
+            break
+        elif command:
+            print(f"unknown command {command!r}", flush=True)
+    harness.close()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
