@@ -15,6 +15,7 @@ Idempotency rests on DynamoDB conditional writes in the runs table (see docs/tur
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import hmac
 import time
@@ -24,7 +25,7 @@ from dataclasses import dataclass, replace
 
 from agent_knowledge import jsonbytes
 from agent_knowledge.dependencies import Dependencies
-from agent_knowledge.errors import RunNotReady, TaskNotActive, TurnConflict
+from agent_knowledge.errors import KnowledgeUnavailable, RunNotReady, TaskNotActive, TurnConflict
 from agent_knowledge.identity import Caller
 from agent_knowledge.observability import logger, metrics
 from agent_knowledge.records import RunRecord
@@ -176,8 +177,10 @@ def _prepare(
             if current is None or current.state != "context_ready":
                 raise RunNotReady()
     except Exception:
-        # Give the lease up so that a retry takes the preparation over at once.
-        repositories.turns.renew_lease(claim.key, claim.lease_until, 0)
+        # Give the lease up so that a retry takes the preparation over at once (if even that
+        # fails, the lease simply runs out).
+        with contextlib.suppress(KnowledgeUnavailable):
+            repositories.turns.renew_lease(claim.key, claim.lease_until, 0)
         raise
     if not repositories.turns.freeze(claim.key, run.run_id, claim.lease_until, body):
         # Our lease ran out and another request took over: its context is the one that counts.
