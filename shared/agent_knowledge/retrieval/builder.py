@@ -35,19 +35,20 @@ def write_index(directory: str, chunks: Iterable[IndexedChunk]) -> int:
     writer = index.writer(heap_size=WRITER_HEAP_BYTES, num_threads=1)
     count = 0
     for chunk in chunks:
-        writer.add_document(
-            tantivy.Document(
-                **{
-                    fields.TEXT: " ".join(word_tokens(chunk.text)),
-                    fields.UNIGRAMS: " ".join(cjk_unigrams(chunk.text)),
-                    fields.DOC_ID: chunk.doc_id,
-                    fields.REVISION: chunk.revision,
-                    fields.CHUNK_INDEX: chunk.chunk_index,
-                    fields.DIGEST: chunk.digest,
-                    fields.CHUNK: chunk.text.encode("utf-8"),
-                }
-            )
+        document = tantivy.Document(
+            **{
+                fields.TEXT: " ".join(word_tokens(chunk.text)),
+                fields.UNIGRAMS: " ".join(cjk_unigrams(chunk.text)),
+                fields.DOC_ID: chunk.doc_id,
+                fields.REVISION: chunk.revision,
+                fields.DIGEST: chunk.digest,
+                fields.CHUNK: chunk.text.encode("utf-8"),
+            }
         )
+        # Explicitly unsigned: keyword integers become i64, which a u64 fast field refuses.
+        document.add_unsigned(fields.DOC_KEY, fields.doc_key(chunk.doc_id))
+        document.add_unsigned(fields.CHUNK_INDEX, chunk.chunk_index)
+        writer.add_document(document)
         count += 1
     writer.commit()
     writer.wait_merging_threads()

@@ -46,7 +46,7 @@ class AnalyzedQuery:
 
     @classmethod
     def of(cls, tokens: QueryTokens) -> AnalyzedQuery:
-        words = tuple(dict.fromkeys(fields.normalize_words(tokens.words)))
+        words = tuple(dict.fromkeys(fields.index_terms(tokens.words)))
         return cls(words=words, unigrams=tuple(tokens.unigrams))
 
     @property
@@ -79,6 +79,11 @@ class AnalyzedQuery:
         return tuple(dict.fromkeys(text[start:end] for start, end in sorted(spans)))
 
 
+# Chunk hits read per wanted document, and the most read for one query.
+CHUNKS_PER_DOCUMENT = 3
+MAX_CHUNK_HITS = 2000
+
+
 class KbIndex:
     def __init__(self, index: tantivy.Index, generation: int) -> None:
         self.generation = generation
@@ -98,27 +103,37 @@ class KbIndex:
         frequency = self._searcher.doc_freq(field, term)
         return math.log(1.0 + (total - frequency + 0.5) / (frequency + 0.5))
 
-    def search(self, query: AnalyzedQuery, limit: int) -> list[IndexHit]:
+    def best_per_document(self, query: AnalyzedQuery, top_k: int) -> list[IndexHit]:
+        """The `top_k` best documents, each by its best chunk, best first. Chunk hits are read a
+        page at a time (three per wanted document, then four times more) and grouped by the
+        `doc_key` fast field; only the chosen chunks are loaded."""
         total = self.chunk_count
-        if query.empty or total == 0:
+        if query.empty or total == 0 or top_k <= 0:
             return []
         terms = [(fields.TEXT, word) for word in query.words] + [(fields.UNIGRAMS, char) for char in query.unigrams]
         clauses = [(tantivy.Occur.Should, tantivy.Query.term_query(self._schema, f, t)) for f, t in terms]
-        result = self._searcher.search(tantivy.Query.boolean_query(clauses), limit, count=False)
+        search = tantivy.Query.boolean_query(clauses)
+        best: dict[int, tuple[float, tantivy.DocAddress]] = {}
+        offset, page = 0, top_k * CHUNKS_PER_DOCUMENT
+        while len(best) < top_k and offset < MAX_CHUNK_HITS:
+            hits = self._searcher.search(search, page, count=False, offset=offset).hits
+            keys = self._searcher.fast_field_values(fields.DOC_KEY, [address for _, address in hits])
+            for (score, address), key in zip(hits, keys, strict=True):
+                if score > 0.0 and key not in best and len(best) < top_k:  # zero-score matches are never hits
+                    best[int(key or 0)] = (score, address)
+            if len(hits) < page:
+                break
+            offset, page = offset + page, page * 4
         ceiling = sum(self._idf(f, t, total) for f, t in terms) * (fields.BM25_K1 + 1.0)
-        hits: list[IndexHit] = []
-        for score, address in result.hits:
-            if score <= 0.0:  # zero-score matches are never hits
-                continue
-            stored = self._searcher.doc(address)
-            hits.append(
-                IndexHit(
-                    doc_id=str(stored.get_first(fields.DOC_ID)),
-                    revision=str(stored.get_first(fields.REVISION)),
-                    chunk_index=int(stored.get_first(fields.CHUNK_INDEX) or 0),
-                    digest=str(stored.get_first(fields.DIGEST)),
-                    score=score / ceiling,
-                    stored=stored,
-                )
-            )
-        return hits
+        return [self._hit(address, score / ceiling) for score, address in best.values()]
+
+    def _hit(self, address: tantivy.DocAddress, score: float) -> IndexHit:
+        stored = self._searcher.doc(address)
+        return IndexHit(
+            doc_id=str(stored.get_first(fields.DOC_ID)),
+            revision=str(stored.get_first(fields.REVISION)),
+            chunk_index=int(stored.get_first(fields.CHUNK_INDEX) or 0),
+            digest=str(stored.get_first(fields.DIGEST)),
+            score=score,
+            stored=stored,
+        )

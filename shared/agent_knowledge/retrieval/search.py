@@ -9,15 +9,10 @@ from agent_knowledge.observability import logger
 from agent_knowledge.records import DocumentRecord, KnowledgeConfig
 from agent_knowledge.repositories import Repositories
 from agent_knowledge.repositories.bodies import BodyMissing
-from agent_knowledge.retrieval.kb_index import AnalyzedQuery, IndexHit, KbIndex
+from agent_knowledge.retrieval.kb_index import AnalyzedQuery, IndexHit
 from agent_knowledge.retrieval.snapshots import IndexCache, IndexUnavailable, index_cache
 from agent_knowledge.scope import Scope
 from agent_knowledge.tokenize import query_tokens
-
-# top_k counts documents. Chunk hits are fetched a few per wanted document, more if one long
-# document takes most of them, never more than MAX_CHUNK_HITS.
-CHUNKS_PER_DOCUMENT = 3
-MAX_CHUNK_HITS = 2000
 
 
 @dataclass(frozen=True)
@@ -66,19 +61,6 @@ def _is_current(record: DocumentRecord | None, candidate: _Candidate, scope_kb_i
     )
 
 
-def _best_chunk_per_document(index: KbIndex, query: AnalyzedQuery, top_k: int) -> list[IndexHit]:
-    """The `top_k` best documents of one KB, each by its best chunk (chunk hits come best first)."""
-    limit = top_k * CHUNKS_PER_DOCUMENT
-    while True:
-        hits = index.search(query, limit)
-        best: dict[str, IndexHit] = {}
-        for hit in hits:
-            best.setdefault(hit.doc_id, hit)
-        if len(best) >= top_k or len(hits) < limit or limit >= MAX_CHUNK_HITS:
-            return list(best.values())[:top_k]
-        limit = min(limit * 4, MAX_CHUNK_HITS)
-
-
 def retrieve(
     repositories: Repositories, scope: Scope, query: str, max_docs: int, cache: IndexCache = index_cache
 ) -> RetrievalResult:
@@ -93,7 +75,7 @@ def retrieve(
         top_k, min_score = _source_limits(config, kb_id)
         try:
             index = cache.get(repositories.bodies, kb_id, scope.knowledge_bases[kb_id].generation)
-            hits = _best_chunk_per_document(index, analyzed, top_k) if index is not None else []
+            hits = index.best_per_document(analyzed, top_k) if index is not None else []
         except (KnowledgeError, IndexUnavailable, BodyMissing, OSError, ValueError) as exc:
             logger.warning("knowledge source failed", extra={"kb_id": kb_id, "error": type(exc).__name__})
             failed.append(kb_id)
