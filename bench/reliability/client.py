@@ -101,4 +101,7 @@ class LocalApi:
             self.process.kill()
             return self.process.wait()
         finally:
+            for stream in (self.process.stdin, self.process.stdout):
+                if stream is not None:
+                    stream.close()
             self._log.close()
