@@ -88,7 +88,9 @@ def test_containers_sharing_the_key_accept_each_others_references(call, library)
 def twin_route(library):
     """A second route with exactly the same knowledge configuration, so the same scope revision:
     only the route bound into the reference tells them apart."""
-    knowledge = KnowledgeConfig(enabled=True, sources=[SourceConfig(kb_id=DEMO_KB)], top_k=10, min_score=0.0, max_docs=3)
+    knowledge = KnowledgeConfig(
+        enabled=True, sources=[SourceConfig(kb_id=DEMO_KB)], top_k=10, min_score=0.0, max_docs=3
+    )
     admin.put_route(library.repositories, DEMO_ROUTE, knowledge)
     admin.put_route(library.repositories, TWIN_ROUTE, knowledge)
     admin.put_client(library.repositories, DEMO_CLIENT, [DEMO_ROUTE, TWIN_ROUTE])
