@@ -40,12 +40,18 @@ def connect(arguments: argparse.Namespace) -> Repositories:
 @functools.cache
 def _client(service: str) -> Any:
     """The functions' clients give up after 4 s (a Lambda has 15 s in all). An operator's bulk job
-    against a busy local moto or a throttled table can afford to wait and retry longer."""
+    against a busy local moto or a throttled table can afford to wait and retry longer. The
+    repositories build well-formed requests, so botocore's client-side parameter validation (about
+    a millisecond per large document record) is skipped; the service still validates them."""
     import botocore.session
     from botocore.config import Config
 
     config = Config(
-        retries={"mode": "standard", "max_attempts": 5}, connect_timeout=5, read_timeout=120, max_pool_connections=32
+        retries={"mode": "standard", "max_attempts": 5},
+        connect_timeout=5,
+        read_timeout=120,
+        max_pool_connections=32,
+        parameter_validation=False,
     )
     return botocore.session.get_session().create_client(service, config=config)
 
