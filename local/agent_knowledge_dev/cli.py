@@ -18,7 +18,7 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from agent_knowledge_dev.commands import Command, documents, invoke, serve, sessions, workspace
+from agent_knowledge_dev.commands import Command, documents, invoke, mcp, serve, sessions, tasks, workspace
 from agent_knowledge_dev.console import CliError
 
 COMMANDS: list[Command] = [
@@ -27,6 +27,8 @@ COMMANDS: list[Command] = [
     *workspace.COMMANDS,  # client, route, kb
     documents.COMMAND,  # doc
     sessions.COMMAND,  # session
+    tasks.COMMAND,  # task
+    mcp.COMMAND,  # the host package's MCP server
 ]
 
 

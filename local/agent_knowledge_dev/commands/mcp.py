@@ -1,9 +1,7 @@
 """`agent-knowledge mcp`: the stdio MCP server of the host package (`agent_knowledge_host.mcp_server`).
 
-Not yet listed in `agent_knowledge_dev.cli.COMMANDS`: tests/e2e/test_docs.py requires the README
-to document every CLI command, and the README has another owner. Once it mentions
-`agent-knowledge mcp` (docs/host.md), import this module in cli.py and append `mcp.COMMAND`.
-Until then the same server is the console script `agent-knowledge-mcp`.
+Registered in `agent_knowledge_dev.cli.COMMANDS` and documented in the README; the same server is
+also the console script `agent-knowledge-mcp` (docs/host.md).
 """
 
 from __future__ import annotations
