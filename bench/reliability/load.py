@@ -20,6 +20,7 @@ from collections import Counter, defaultdict
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 
 from bench.reliability.client import LocalApi, Reply
@@ -54,6 +55,10 @@ class LoadResult:
     def server_errors(self) -> int:
         return sum(n for (_, status), n in self.statuses.items() if status >= 500)
 
+    @property
+    def unanswered(self) -> int:
+        return sum(n for (_, status), n in self.statuses.items() if status == 0)
+
     def percentile(self, endpoint: str, fraction: float) -> float:
         values = sorted(self.latencies[endpoint])
         if not values:
@@ -65,7 +70,7 @@ class LoadResult:
         self.latencies["all"] = every
         lines = [
             f"{self.requests} requests in {self.seconds:.1f} s ({self.requests / self.seconds:.0f}/s), "
-            f"5xx: {self.server_errors}",
+            f"5xx: {self.server_errors}, unanswered (client timeout): {self.unanswered}",
             "statuses: " + ", ".join(f"{e} {s}: {n}" for (e, s), n in sorted(self.statuses.items())),
         ]
         for endpoint in ("capabilities", "search", "read", "all"):
@@ -91,6 +96,16 @@ def run_load(api: LocalApi, requests: int, threads: int, seed: int = 7) -> LoadR
             result.statuses[(endpoint, reply.status)] += 1
             result.latencies[endpoint].append(reply.seconds)
 
+    def call(endpoint: str, send: Callable[[], Reply]) -> Reply | None:
+        """A request that got no answer in time is a failure too (status 0), not a crash of the run."""
+        started = time.perf_counter()
+        try:
+            reply = send()
+        except OSError:
+            reply = Reply(0, b"", time.perf_counter() - started, {})
+        record(endpoint, reply)
+        return reply if reply.status else None
+
     def take() -> bool:
         with lock:
             return next(budget, None) is not None
@@ -102,15 +117,14 @@ def run_load(api: LocalApi, requests: int, threads: int, seed: int = 7) -> LoadR
             roll = rng.random()
             if cursor and roll < 0.5:
                 ref, next_cursor = cursor
-                reply = api.read(ref, next_cursor, max_bytes=4096)
-                record("read", reply)
+                reply = call("read", partial(api.read, ref, next_cursor, max_bytes=4096))
                 cursor = _continue(reply, ref, result, lock)
             elif roll < 0.2:
-                record("capabilities", api.capabilities())
+                call("capabilities", api.capabilities)
             elif roll < 0.6 or not references:
-                reply = api.search(rng.choice(QUERIES), limit=rng.randint(1, 3))
-                record("search", reply)
-                if reply.status == 200:
+                query, limit = rng.choice(QUERIES), rng.randint(1, 3)
+                reply = call("search", partial(api.search, query, limit=limit))
+                if reply is not None and reply.status == 200:
                     refs = [hint["ref"] for hint in reply.json()["hints"]]
                     with lock:
                         references.extend(refs)
@@ -119,8 +133,8 @@ def run_load(api: LocalApi, requests: int, threads: int, seed: int = 7) -> LoadR
             else:
                 with lock:
                     ref = rng.choice(references)
-                reply = api.read(ref, max_bytes=rng.choice([4096, 16384, 32768]))
-                record("read", reply)
+                size = rng.choice([4096, 16384, 32768])
+                reply = call("read", partial(api.read, ref, max_bytes=size))
                 cursor = _continue(reply, ref, result, lock)
 
     started = time.perf_counter()
@@ -131,8 +145,8 @@ def run_load(api: LocalApi, requests: int, threads: int, seed: int = 7) -> LoadR
     return result
 
 
-def _continue(reply: Reply, ref: str, result: LoadResult, lock: threading.Lock) -> tuple[str, str] | None:
-    if reply.status != 200:
+def _continue(reply: Reply | None, ref: str, result: LoadResult, lock: threading.Lock) -> tuple[str, str] | None:
+    if reply is None or reply.status != 200:
         return None
     next_cursor = reply.json()["next_cursor"]
     if next_cursor:
@@ -142,9 +156,9 @@ def _continue(reply: Reply, ref: str, result: LoadResult, lock: threading.Lock) 
     return None
 
 
-def with_local_api(run: Callable[[LocalApi], int]) -> int:
+def with_local_api(run: Callable[[LocalApi], int], log: Path | None = None) -> int:
     with tempfile.TemporaryDirectory() as directory:
-        api = LocalApi(Path(directory) / "harness.log")
+        api = LocalApi(log or Path(directory) / "harness.log")
         try:
             return run(api)
         finally:
@@ -156,15 +170,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--requests", type=int, default=5000)
     parser.add_argument("--threads", type=int, default=16)
     parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument("--log", type=Path, help="keep the functions' log lines (harness stderr) in this file")
     arguments = parser.parse_args(argv)
 
     def run(api: LocalApi) -> int:
         result = run_load(api, arguments.requests, arguments.threads, arguments.seed)
         print(f"load: {arguments.threads} threads, loopback, local API (gateway + handlers + moto server)")
         print(result.report())
-        return 1 if result.server_errors else 0
+        return 1 if result.server_errors or result.unanswered else 0
 
-    return with_local_api(run)
+    return with_local_api(run, arguments.log)
 
 
 if __name__ == "__main__":
