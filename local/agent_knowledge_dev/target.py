@@ -42,9 +42,12 @@ def _client(service: str) -> Any:
     """The functions' clients give up after 4 s (a Lambda has 15 s in all). An operator's bulk job
     against a busy local moto or a throttled table can afford to wait and retry longer. The
     repositories build well-formed requests, so botocore's client-side parameter validation (about
-    a millisecond per large document record) is skipped; the service still validates them."""
+    a millisecond per large document record) is skipped; the service still validates them. S3 puts
+    go without `Expect: 100-continue`: document bodies are at most a few MB, and waiting for the
+    interim answer costs a round trip per document in a bulk load."""
     import botocore.session
     from botocore.config import Config
+    from botocore.handlers import add_expect_header
 
     config = Config(
         retries={"mode": "standard", "max_attempts": 5},
@@ -53,7 +56,10 @@ def _client(service: str) -> Any:
         max_pool_connections=32,
         parameter_validation=False,
     )
-    return botocore.session.get_session().create_client(service, config=config)
+    client = botocore.session.get_session().create_client(service, config=config)
+    if service == "s3":
+        client.meta.events.unregister("before-call.s3", add_expect_header)
+    return client
 
 
 def _repositories(settings: Settings) -> Repositories:
