@@ -73,40 +73,49 @@ def is_cjk(term: str) -> bool:
     return bool(_CJK_CHAR.search(term))
 
 
-def cjk_char_pattern(terms: tuple[str, ...]) -> re.Pattern[str] | None:
-    """Runs of characters that occur in the CJK query terms: where `cjk_spans` needs to look."""
-    chars = sorted(set("".join(terms)))
-    return re.compile("[" + "".join(re.escape(char) for char in chars) + "]+") if chars else None
-
-
-def cjk_spans(text: str, terms: frozenset[str], runs: re.Pattern[str] | None) -> list[tuple[int, int]]:
-    """[start, end) of the CJK query terms (bigrams, single characters) in `text`, overlapping
-    ones merged ("配置" + "置文" → "配置文"). `runs` is `cjk_char_pattern(terms)`."""
+def cjk_spans(text: str, terms: frozenset[str]) -> list[tuple[int, int]]:
+    """[start, end) of every occurrence of the CJK query terms (bigrams, single characters) in
+    `text`, overlapping ones merged ("配置" + "置文" → "配置文"). str.find per term, no regex:
+    compiling a pattern per query would cost more than the search."""
+    found: list[tuple[int, int]] = []
+    for term in terms:
+        start = text.find(term)
+        while start >= 0:
+            found.append((start, start + len(term)))
+            start = text.find(term, start + 1)
+    found.sort()
     spans: list[tuple[int, int]] = []
-    if runs is None:
-        return spans
-    for match in runs.finditer(text):
-        run, offset = match.group(), match.start()
-        for i in range(len(run)):
-            if i + 1 < len(run) and run[i : i + 2] in terms:
-                end = i + 2
-            elif run[i] in terms:
-                end = i + 1
-            else:
-                continue
-            if spans and offset + i < spans[-1][1]:
-                spans[-1] = (spans[-1][0], max(spans[-1][1], offset + end))
-            else:
-                spans.append((offset + i, offset + end))
+    for start, end in found:
+        if spans and start < spans[-1][1]:
+            spans[-1] = (spans[-1][0], max(end, spans[-1][1]))
+        else:
+            spans.append((start, end))
     return spans
 
 
-def word_prefix_pattern(stems: list[str]) -> re.Pattern[str] | None:
-    """Words of raw text that may stem to one of `stems`: those starting with the stem less its
-    last letter (English stemming keeps the front of a word, bar a final y → i). Candidates only:
-    callers confirm each by stemming it."""
-    if not stems:
-        return None
-    prefixes = sorted({stem if len(stem) <= 2 else stem[:-1] for stem in stems}, key=len, reverse=True)
-    alternatives = "|".join(re.escape(prefix) for prefix in prefixes)
-    return re.compile(rf"(?<![^\W_{CJK_RANGES}])(?:{alternatives})[^\W_{CJK_RANGES}]*", re.IGNORECASE)
+_LATIN_WORD = re.compile(rf"[^\W_{CJK_RANGES}]+")
+
+
+def stem_prefixes(stems: list[str]) -> tuple[str, ...]:
+    """What a word must start with (lower-cased) to possibly stem to one of `stems`: the stem
+    less its last letter (English stemming keeps the front of a word, bar a final y → i)."""
+    return tuple(sorted({stem if len(stem) <= 2 else stem[:-1] for stem in stems}))
+
+
+def latin_candidates(text: str, prefixes: tuple[str, ...]) -> list[tuple[int, int]]:
+    """[start, end) of the words of `text` that start with one of `prefixes` (candidates only:
+    callers confirm each by stemming it). str.find on the lower-cased text and compiled-once
+    patterns: compiling a pattern per query costs milliseconds with these character classes."""
+    lowered = text.lower()
+    if len(lowered) != len(text):  # a few characters lower-case to two: scan word by word instead
+        return [m.span() for m in _LATIN_WORD.finditer(text) if m.group().lower().startswith(prefixes)]
+    spans: set[tuple[int, int]] = set()
+    for prefix in prefixes:
+        start = lowered.find(prefix)
+        while start >= 0:
+            if start == 0 or not _LATIN_WORD.match(text, start - 1):
+                word = _LATIN_WORD.match(text, start)
+                if word:
+                    spans.add(word.span())
+            start = lowered.find(prefix, start + 1)
+    return sorted(spans)

@@ -12,14 +12,19 @@ from __future__ import annotations
 
 import functools
 import math
-import re
 from dataclasses import dataclass, field
 from typing import Any
 
 import tantivy
 
 from agent_knowledge.retrieval import schema as fields
-from agent_knowledge.tokenize import QueryTokens, cjk_char_pattern, cjk_spans, is_cjk, word_prefix_pattern
+from agent_knowledge.tokenize import (
+    QueryTokens,
+    cjk_spans,
+    is_cjk,
+    latin_candidates,
+    stem_prefixes,
+)
 
 
 @dataclass(frozen=True)
@@ -58,22 +63,18 @@ class AnalyzedQuery:
         return frozenset(word for word in self.words if not is_cjk(word))
 
     @functools.cached_property
-    def _latin_candidates(self) -> re.Pattern[str] | None:
-        return word_prefix_pattern(sorted(self._latin_words))
+    def _latin_prefixes(self) -> tuple[str, ...]:
+        return stem_prefixes(sorted(self._latin_words))
 
     @functools.cached_property
     def _cjk_terms(self) -> frozenset[str]:
         return frozenset(word for word in self.words if is_cjk(word)) | frozenset(self.unigrams)
 
-    @functools.cached_property
-    def _cjk_runs(self) -> re.Pattern[str] | None:
-        return cjk_char_pattern(tuple(sorted(self._cjk_terms)))
-
     def matched_terms(self, text: str) -> tuple[str, ...]:
         """Substrings of `text` that match the query's terms, in order, without repeats."""
-        spans = cjk_spans(text, self._cjk_terms, self._cjk_runs)
-        if self._latin_candidates is not None:
-            candidates = [match.span() for match in self._latin_candidates.finditer(text)]
+        spans = cjk_spans(text, self._cjk_terms)
+        if self._latin_prefixes:
+            candidates = latin_candidates(text, self._latin_prefixes)
             forms = fields.normalize_words([text[start:end] for start, end in candidates])
             spans += [span for span, form in zip(candidates, forms, strict=True) if form in self._latin_words]
         return tuple(dict.fromkeys(text[start:end] for start, end in sorted(spans)))
