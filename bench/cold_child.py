@@ -78,17 +78,18 @@ def main() -> None:
     spec = json.loads(sys.argv[1])
     if spec.get("dump"):
         _in_process_stack(spec["dump"])
-    ready = time.perf_counter()
+    ready, ready_cpu = time.perf_counter(), time.process_time()
     if spec["mode"] == "ours":
         outcome = _ours(spec["handler"], spec["event"])
     else:
         outcome = _floor(spec["services"], spec.get("tracer", False))
-    done = time.perf_counter()
+    done, done_cpu = time.perf_counter(), time.process_time()
     imported = outcome.pop("imported_at")
     result = {
         **outcome,
         "setup_seconds": ready - STARTED,
         "cold_seconds": done - ready,
+        "cold_cpu_seconds": done_cpu - ready_cpu,
         "import_seconds": (imported - ready) if imported else None,
         "first_request_seconds": (done - imported) if imported else None,
     }

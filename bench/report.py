@@ -44,15 +44,17 @@ def _cold(doc: dict[str, Any]) -> list[str]:
         f"**1. Cold start** ({doc['commit']}; median of {figure['runs']} fresh processes each; "
         "`POWERTOOLS_TRACE_DISABLED=true` unless marked traced; import + first request, ms)",
         "",
-        "| handler | ours p50 | floor p50 | ratio (moto in-process) | ratio (moto server) | ratio traced | target |",
-        "|---|---:|---:|---:|---:|---:|---|",
+        "| handler | ours p50 | floor p50 | ratio (moto in-process) | CPU ratio (in-process) | ratio (moto server) "
+        "| CPU ratio (moto server) | ratio traced | target |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---|",
     ]
     for name, point in figure["in_process"].items():
         server = figure.get("moto_server", {}).get(name, {})
         traced = figure.get("in_process_traced", {}).get(name, {})
         lines.append(
             f"| {name} | {point['ours_p50_ms']} | {point['floor_p50_ms']} | {point['ratio']} | "
-            f"{server.get('ratio', '–')} | {traced.get('ratio', '–')} | ≤ {figure['target_ratio']}: "
+            f"{point.get('cpu_ratio', '–')} | {server.get('ratio', '–')} | {server.get('cpu_ratio', '–')} | "
+            f"{traced.get('ratio', '–')} | ≤ {figure['target_ratio']}: "
             f"{_met(point['ratio'] <= figure['target_ratio'])} |"
         )
     return lines
@@ -64,8 +66,8 @@ def _warm(doc: dict[str, Any]) -> list[str]:
         f"**2. Warm latency** ({doc['commit']}; {figure['documents']}-document KB, {figure['chunks']} chunks; "
         "in-process against moto; floor = the same AWS calls with plain boto3; ms)",
         "",
-        "| handler | AWS calls | ours p50 / p95 | floor p50 / p95 | ratio p50 | added p50 | target |",
-        "|---|---:|---:|---:|---:|---:|---|",
+        "| handler | AWS calls | ours p50 / p95 | floor p50 / p95 | ratio p50 | added p50 | added CPU p50 | target |",
+        "|---|---:|---:|---:|---:|---:|---:|---|",
     ]
     for name in ("capabilities", "search", "read"):
         point = figure[name]
@@ -78,7 +80,7 @@ def _warm(doc: dict[str, Any]) -> list[str]:
         lines.append(
             f"| {name} | {point['aws_calls_per_request']} | {ours['p50_ms']:.2f} / {ours['p95_ms']:.2f}"
             f" | {floor['p50_ms']:.2f} / {floor['p95_ms']:.2f} | {point['ratio_p50']} | "
-            f"{point['extra_p50_ms']:.2f} | {target} |"
+            f"{point['extra_p50_ms']:.2f} | {point.get('extra_cpu_p50_ms', float('nan')):.2f} | {target} |"
         )
     return lines
 
@@ -86,11 +88,11 @@ def _warm(doc: dict[str, Any]) -> list[str]:
 def _scaling(doc: dict[str, Any]) -> list[str]:
     figure = doc["result"]
     lines = [
-        f"**3. Scaling** ({doc['commit']}; query path without AWS calls; ms)",
+        f"**3. Scaling** ({doc['commit']}; query path without AWS calls; wall and thread-CPU ms)",
         "",
         "| corpus | chunks | ours p50 / p95 | tantivy p50 / p95 | bm25s p50 / p95 | ours ÷ tantivy p50 | "
-        "load ours / tantivy / bm25s |",
-        "|---|---:|---:|---:|---:|---:|---:|",
+        "CPU p50 ours / tantivy / bm25s | CPU ratio | load ours / tantivy / bm25s |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for point in figure["synthetic"] + figure.get("real", []):
         label = point.get("corpus", "synthetic en")
@@ -99,15 +101,18 @@ def _scaling(doc: dict[str, Any]) -> list[str]:
             for name in ("ours", "tantivy", "bm25s")
         ]
         loads = " / ".join(f"{point[name]['load_p50_ms']:.1f}" for name in ("ours", "tantivy", "bm25s"))
+        cpu = " / ".join(f"{point[name]['query_cpu']['p50_ms']:.3f}" for name in ("ours", "tantivy", "bm25s"))
         lines.append(
-            f"| {label} | {point['chunks']} | {' | '.join(cells)} | {point['ratio_to_tantivy_p50']} | {loads} |"
+            f"| {label} | {point['chunks']} | {' | '.join(cells)} | {point['ratio_to_tantivy_p50']} | {cpu} | "
+            f"{point['cpu_ratio_to_tantivy_p50']} | {loads} |"
         )
     growth = figure["growth_p50"]
     lines += [
         "",
         f"Growth of p50 from {figure['sizes'][0]} to {figure['sizes'][-1]} chunks: ours ×{growth['ours']}, "
-        f"tantivy ×{growth['tantivy']}. Target (≤ {figure['target_ratio']}× tantivy at every size, growth no worse): "
-        f"{_met(figure['met'])}.",
+        f"tantivy ×{growth['tantivy']} (CPU: ours ×{figure['growth_cpu_p50']['ours']}, "
+        f"tantivy ×{figure['growth_cpu_p50']['tantivy']}). "
+        f"Target (≤ {figure['target_ratio']}× tantivy at every size, growth no worse): {_met(figure['met'])}.",
     ]
     if figure.get("real_unavailable"):
         lines.append(f"Real corpora unavailable in this run: {figure['real_unavailable']}.")
