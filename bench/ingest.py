@@ -146,7 +146,9 @@ def bulk_ingest_local(document_count: int, megabytes: float, workers: int = 4) -
                 "doc", "put", "bench", "--dir", str(work / "corpus"), "--workers", str(workers), "--no-progress"
             )
             if put.returncode:
-                raise RuntimeError(put.stderr[-2000:])
+                # On an overloaded machine the local stack can time out (the CLI then reports
+                # "storage temporarily unavailable"); that is a result to show, not a crash.
+                return {"documents": document_count, "workers": workers, "error": put.stderr.strip()[-300:]}
             summary = json.loads(put.stdout)
         finally:
             server.stop()

@@ -171,6 +171,8 @@ def _ingest(doc: dict[str, Any]) -> list[str]:
     lines = [f"**6. Ingest** ({doc['commit']})", ""]
     if "unavailable" in bulk:
         lines.append(f"- Bulk ingest into the local stack: not measured ({bulk['unavailable']}).")
+    elif "error" in bulk:
+        lines.append(f"- Bulk ingest of {bulk['documents']} documents into `agent-knowledge serve` failed: {bulk['error']}")
     else:
         lines.append(
             f"- Bulk ingest into `agent-knowledge serve` (`doc put --dir`, {bulk['workers']} workers, one rebuild): "

@@ -65,6 +65,7 @@ def test_budget_fills_are_fractions_of_the_budget(results):
 def test_ingest_bulk_loads_through_the_cli_and_rebuilds(results):
     result = figure(results, "ingest")
     if "unavailable" not in result["bulk_local"]:  # bench/ingest_local.py is the local CLI's benchmark
+        assert "error" not in result["bulk_local"], result["bulk_local"]
         assert result["bulk_local"]["created"] == 6 and result["bulk_local"]["failed"] == 0
     assert result["rebuild_moto"][0]["p50_seconds"] > 0 and result["rebuild_in_memory"][0]["chunks"] > 0
 
