@@ -172,7 +172,7 @@ def _ingest(doc: dict[str, Any]) -> list[str]:
     if "unavailable" in bulk:
         lines.append(f"- Bulk ingest into the local stack: not measured ({bulk['unavailable']}).")
     elif "error" in bulk:
-        lines.append(f"- Bulk ingest of {bulk['documents']} documents into `agent-knowledge serve` failed: {bulk['error']}")
+        lines.append(f"- Bulk ingest of {bulk['documents']} documents into the local stack failed: {bulk['error']}")
     else:
         lines.append(
             f"- Bulk ingest into `agent-knowledge serve` (`doc put --dir`, {bulk['workers']} workers, one rebuild): "
