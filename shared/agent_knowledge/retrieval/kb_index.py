@@ -83,6 +83,8 @@ class AnalyzedQuery:
 # Chunk hits read per wanted document, and the most read for one query.
 CHUNKS_PER_DOCUMENT = 3
 MAX_CHUNK_HITS = 2000
+MAX_CACHED_IDFS = 100_000
+_SHOULD = tantivy.Occur.Should
 
 
 class KbIndex:
@@ -91,6 +93,9 @@ class KbIndex:
         self._index = index
         self._searcher = index.searcher()
         self._schema = fields.schema()
+        self._total = int(self._searcher.num_docs)
+        # idf of terms seen in queries: an index never changes once opened.
+        self._idfs: dict[tuple[str, str], float] = {}
 
     @classmethod
     def open(cls, directory: str, generation: int) -> KbIndex:
@@ -98,11 +103,17 @@ class KbIndex:
 
     @property
     def chunk_count(self) -> int:
-        return int(self._searcher.num_docs)
+        return self._total
 
     def _idf(self, field: str, term: str, total: int) -> float:
-        frequency = self._searcher.doc_freq(field, term)
-        return math.log(1.0 + (total - frequency + 0.5) / (frequency + 0.5))
+        idf = self._idfs.get((field, term))
+        if idf is None:
+            frequency = self._searcher.doc_freq(field, term)
+            idf = math.log(1.0 + (total - frequency + 0.5) / (frequency + 0.5))
+            if len(self._idfs) >= MAX_CACHED_IDFS:
+                self._idfs.clear()
+            self._idfs[(field, term)] = idf
+        return idf
 
     def best_per_document(self, query: AnalyzedQuery, top_k: int) -> list[IndexHit]:
         """The `top_k` best documents, each by its best chunk, best first. Chunk hits are read a
@@ -112,7 +123,7 @@ class KbIndex:
         if query.empty or total == 0 or top_k <= 0:
             return []
         terms = [(fields.TEXT, word) for word in query.words] + [(fields.UNIGRAMS, char) for char in query.unigrams]
-        clauses = [(tantivy.Occur.Should, tantivy.Query.term_query(self._schema, f, t)) for f, t in terms]
+        clauses = [(_SHOULD, tantivy.Query.term_query(self._schema, f, t)) for f, t in terms]
         search = tantivy.Query.boolean_query(clauses)
         best: dict[int, tuple[float, tantivy.DocAddress]] = {}
         offset, page = 0, top_k * CHUNKS_PER_DOCUMENT
@@ -125,6 +136,8 @@ class KbIndex:
             if len(hits) < page:
                 break
             offset, page = offset + page, page * 4
+        if not best:
+            return []
         ceiling = sum(self._idf(f, t, total) for f, t in terms) * (fields.BM25_K1 + 1.0)
         return [self._hit(address, score / ceiling) for score, address in best.values()]
 
