@@ -27,6 +27,7 @@ import math
 import os
 import random
 import re
+import resource
 import signal
 import socket
 import statistics
@@ -135,6 +136,7 @@ class Server:
         self.environment["PYTHONUNBUFFERED"] = "1"
         self.output = state_dir.parent / f"{state_dir.name}.out"
         self.process: subprocess.Popen[bytes] | None = None
+        self.last_cli_cpu = 0.0
 
     def start(self) -> float:
         """Seconds from process start to the ready banner."""
@@ -166,7 +168,10 @@ class Server:
 
     def cli(self, *arguments: str) -> tuple[float, subprocess.CompletedProcess[str]]:
         started = time.perf_counter()
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
         result = subprocess.run([*CLI, *arguments], env=self.environment, capture_output=True, text=True, cwd=ROOT)
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        self.last_cli_cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
         return time.perf_counter() - started, result
 
 
@@ -220,6 +225,8 @@ def main() -> None:
                     "summary": {k: summary[k] for k in ("created", "updated", "skipped", "failed", "index_generation")},
                     "phase_seconds": summary["seconds"],
                     "serve_process_cpu_seconds": round(server.cpu_seconds() - serve_cpu, 1),
+                    "cli_process_cpu_seconds": round(server.last_cli_cpu, 1),
+                    "load_average_after": os.getloadavg()[0],
                 }
         finally:
             server.stop()
