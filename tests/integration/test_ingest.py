@@ -174,15 +174,27 @@ def test_a_rebuild_that_loses_the_generation_race_retries_on_the_next(stack, ing
     assert attempts == [(0, False), (1, True)]
 
 
-def test_a_rebuild_after_puts_uses_the_chunks_it_just_stored(stack, ingestor, monkeypatch):
+def test_a_rebuild_reads_only_the_bodies_it_does_not_have(stack, ingestor, monkeypatch):
     ingestor.put("kb", "a.md", "A", "Remembered aardvark text.", rebuild_index=False)
     bodies = stack.repositories.bodies
     original = bodies.read
     read_keys: list[str] = []
     monkeypatch.setattr(bodies, "read", lambda key: read_keys.append(key) or original(key))
-    ingestor.rebuild_index("kb")
-    assert not [key for key in read_keys if key.startswith("bodies/")]
-    # Another ingestor (another container) has no such memory and reads the body.
+
+    def body_reads() -> list[str]:
+        reads = [key for key in read_keys if key.startswith("bodies/")]
+        read_keys.clear()
+        return reads
+
+    ingestor.rebuild_index("kb")  # the chunks this ingestor just stored
+    assert body_reads() == []
+    # Another container (no such memory) adds b.md; a third rebuilds: a.md comes from the previous
+    # index, only b.md's body is read.
+    b = Ingestor(stack.repositories, clock=stack.clock).put("kb", "b.md", "B", "Bison text.", rebuild_index=False)
     Ingestor(stack.repositories, clock=stack.clock).rebuild_index("kb")
-    assert [key for key in read_keys if key.startswith("bodies/")]
+    assert body_reads() == [b.document.body_key]
+    assert search_titles(stack, ["kb"], "aardvark") == ["A"] and search_titles(stack, ["kb"], "bison") == ["B"]
+    stack.repositories.bodies.delete(snapshot_key("kb", generation(stack)))
+    Ingestor(stack.repositories, clock=stack.clock).rebuild_index("kb")  # nothing to reuse: every body
+    assert len(body_reads()) == 2
     assert search_titles(stack, ["kb"], "aardvark") == ["A"]

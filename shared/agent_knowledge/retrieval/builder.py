@@ -80,3 +80,26 @@ def build_snapshot(chunks: Iterable[IndexedChunk]) -> tuple[bytes, int]:
     with tempfile.TemporaryDirectory(prefix="ak-index-build-") as directory:
         count = write_index(directory, chunks)
         return pack(directory), count
+
+
+def read_chunks(snapshot: bytes) -> list[IndexedChunk]:
+    """Every chunk stored in a snapshot (a rebuild reuses them for documents that did not change)."""
+    with tempfile.TemporaryDirectory(prefix="ak-index-read-") as directory:
+        unpack(snapshot, directory)
+        searcher = tantivy.Index.open(directory).searcher()
+        total = int(searcher.num_docs)
+        if total == 0:
+            return []
+        chunks: list[IndexedChunk] = []
+        for _, address in searcher.search(tantivy.Query.all_query(), total, count=False).hits:
+            stored = searcher.doc(address)
+            chunks.append(
+                IndexedChunk(
+                    doc_id=str(stored.get_first(fields.DOC_ID)),
+                    revision=str(stored.get_first(fields.REVISION)),
+                    chunk_index=int(stored.get_first(fields.CHUNK_INDEX) or 0),
+                    digest=str(stored.get_first(fields.DIGEST)),
+                    text=bytes(stored.get_first(fields.CHUNK) or b"").decode("utf-8"),
+                )
+            )
+        return chunks

@@ -12,8 +12,8 @@ from agent_knowledge.observability import logger
 from agent_knowledge.records import DocumentRecord
 from agent_knowledge.repositories import Repositories
 from agent_knowledge.repositories.bodies import BodyMissing
-from agent_knowledge.retrieval.builder import IndexedChunk, build_snapshot
-from agent_knowledge.retrieval.snapshots import publish
+from agent_knowledge.retrieval.builder import IndexedChunk, build_snapshot, read_chunks
+from agent_knowledge.retrieval.snapshots import publish, snapshot_key
 
 MAX_CLAIM_ATTEMPTS = 50
 BODY_READERS = 8
@@ -32,13 +32,28 @@ class RecentChunks:
         self._lock = threading.Lock()
 
     def remember(self, record: DocumentRecord, texts: list[str]) -> None:
+        self._remember((record.kb_id, record.doc_id, record.revision), texts)
+
+    def _remember(self, key: tuple[str, str, str], texts: list[str]) -> None:
         size = sum(len(text) for text in texts)
         with self._lock:
             if self._chars + size > self._max_chars:
                 self._texts.clear()
                 self._chars = 0
-            self._texts[(record.kb_id, record.doc_id, record.revision)] = texts
+            self._texts[key] = texts
             self._chars += size
+
+    @classmethod
+    def of_snapshot(cls, kb_id: str, chunks: list[IndexedChunk]) -> RecentChunks:
+        """The chunks of a KB's previous index, by document revision (digests are checked on use)."""
+        by_document: dict[tuple[str, str, str], dict[int, str]] = {}
+        for chunk in chunks:
+            by_document.setdefault((kb_id, chunk.doc_id, chunk.revision), {})[chunk.chunk_index] = chunk.text
+        recent = cls(max_chars=sum(len(chunk.text) for chunk in chunks) + 1)
+        for key, texts in by_document.items():
+            if sorted(texts) == list(range(len(texts))):
+                recent._remember(key, [texts[index] for index in range(len(texts))])
+        return recent
 
     def chunks_of(self, record: DocumentRecord) -> list[IndexedChunk] | None:
         texts = self._texts.get((record.kb_id, record.doc_id, record.revision))
@@ -62,12 +77,26 @@ def _chunks_of(record: DocumentRecord, body: bytes) -> list[IndexedChunk] | None
     return chunks
 
 
+def _previous_index(repositories: Repositories, kb_id: str, generation: int) -> RecentChunks | None:
+    """The chunks of the KB's index at `generation`, if that snapshot can be read."""
+    if generation <= 0:
+        return None
+    try:
+        return RecentChunks.of_snapshot(kb_id, read_chunks(repositories.bodies.read(snapshot_key(kb_id, generation))))
+    except (BodyMissing, KnowledgeUnavailable, OSError, ValueError) as exc:
+        logger.info("previous index not reused", extra={"kb_id": kb_id, "error": type(exc).__name__})
+        return None
+
+
 def _indexed_chunks(
-    repositories: Repositories, records: list[DocumentRecord], known: RecentChunks | None
+    repositories: Repositories, records: list[DocumentRecord], sources: list[RecentChunks | None]
 ) -> Iterator[IndexedChunk]:
     def load(record: DocumentRecord) -> list[IndexedChunk] | None:
-        if known is not None and (chunks := known.chunks_of(record)) is not None:
-            return chunks
+        # Chunks already at hand (just stored, or in the previous index) when revision and digests
+        # match; the body from S3 only for the others.
+        for source in sources:
+            if source is not None and (chunks := source.chunks_of(record)) is not None:
+                return chunks
         try:
             return _chunks_of(record, repositories.bodies.read(record.body_key))
         except (BodyMissing, UnicodeDecodeError, ValueError):
@@ -96,7 +125,8 @@ def rebuild_kb_index(repositories: Repositories, kb_id: str, known: RecentChunks
             (record for record in repositories.documents.list(kb_id) if record.status == "ready"),
             key=lambda record: record.doc_id,
         )
-        snapshot, count = build_snapshot(_indexed_chunks(repositories, records, known))
+        previous = _previous_index(repositories, kb_id, kb.generation)
+        snapshot, count = build_snapshot(_indexed_chunks(repositories, records, [known, previous]))
         publish(repositories.bodies, kb_id, generation, snapshot)
         logger.info(
             "index published",
