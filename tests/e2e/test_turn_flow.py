@@ -3,10 +3,36 @@ capabilities → turn with on_demand delivery → read a hint's reference with t
 
 from __future__ import annotations
 
+from typing import Any
+
+from openapi_schema_validator import OAS31Validator
+
 from tests.e2e.conftest import LocalApi
+from tests.e2e.contract import spec
 
 TURNS = "/agent-api/v1/workspaces/{route}/turns"
 COMPLETE = "/agent-api/v1/runs/{run_id}/complete"
+
+
+def _resolve(node: dict[str, Any]) -> dict[str, Any]:
+    while "$ref" in node:
+        target: Any = spec()
+        for part in node["$ref"].removeprefix("#/").split("/"):
+            target = target[part]
+        node = target
+    return node
+
+
+def assert_documented(reply: Any, path: str) -> None:
+    """The reply's status is documented for POST `path` in docs/openapi.yaml and its body matches."""
+    responses = spec()["paths"][path]["post"]["responses"]
+    assert str(reply.status) in responses, f"POST {path} answered {reply.status}, which is not documented"
+    schema = _resolve(responses[str(reply.status)])["content"]["application/json"]["schema"]
+    validator = OAS31Validator(
+        {**schema, "components": spec()["components"]}, format_checker=OAS31Validator.FORMAT_CHECKER
+    )
+    validator.validate(reply.json())
+    assert reply.headers["cache-control"] == "no-store"
 
 
 def start_turn(api: LocalApi, body: dict, route: str = "demo", **kwargs):
@@ -27,7 +53,8 @@ def test_negotiated_on_demand_turn_reads_through_its_run_and_completes(local_api
         "knowledge_delivery": "on_demand",
     }
     turn = start_turn(local_api, request)
-    assert turn.status == 200 and turn.headers["cache-control"] == "no-store"
+    assert turn.status == 200
+    assert_documented(turn, TURNS)
     context = turn.json()
     assert context["schema_version"] == "bailing.agent-turn-context.v1"
     assert context["knowledge"] == [] and context["knowledge_refs"] == []
@@ -50,6 +77,7 @@ def test_negotiated_on_demand_turn_reads_through_its_run_and_completes(local_api
         "POST", COMPLETE.format(run_id=run_id), {"assistant_message_id": "e2e-answer-1", "status": "completed"}
     )
     assert done.status == 200 and done.json()["state"] == "completed"
+    assert_documented(done, COMPLETE)
     after = local_api.read({"ref": ref, "run_id": run_id})
     assert after.status == 409 and after.json()["error"] == "run_not_ready"
 
@@ -64,11 +92,16 @@ def test_turn_errors_over_http(local_api: LocalApi):
     }
     invalid = start_turn(local_api, body)
     assert invalid.status == 400 and invalid.json()["error"] == "invalid_request"
-    assert start_turn(local_api, {**body, "knowledge_delivery": "inline"}, token=None).status == 401
-    assert start_turn(local_api, {**body, "knowledge_delivery": "inline"}).status == 200
+    unauthorized = start_turn(local_api, {**body, "knowledge_delivery": "inline"}, token=None)
+    assert unauthorized.status == 401
+    inline = start_turn(local_api, {**body, "knowledge_delivery": "inline"})
+    assert inline.status == 200 and inline.json()["knowledge"]
     conflict = start_turn(local_api, {**body, "knowledge_delivery": "on_demand"})
     assert conflict.status == 409 and conflict.json()["error"] == "turn_conflict"
+    for reply in (invalid, unauthorized, inline, conflict):
+        assert_documented(reply, TURNS)
     missing = local_api.request(
         "POST", COMPLETE.format(run_id="run_nope"), {"assistant_message_id": "a", "status": "completed"}
     )
     assert missing.status == 404 and missing.json()["error"] == "run_not_found"
+    assert_documented(missing, COMPLETE)
