@@ -16,6 +16,7 @@ from __future__ import annotations
 import hashlib
 import json
 import statistics
+import subprocess
 import tempfile
 import time
 from pathlib import Path
@@ -151,7 +152,11 @@ def bulk_ingest_local(document_count: int, megabytes: float, workers: int = 4) -
                 return {"documents": document_count, "workers": workers, "error": put.stderr.strip()[-300:]}
             summary = json.loads(put.stdout)
         finally:
-            server.stop()
+            try:
+                server.stop()
+            except subprocess.TimeoutExpired:  # a server busy past its shutdown grace: ours to end
+                server.process.kill()
+                server.process.wait(timeout=30)
     return {
         "documents": document_count,
         "bytes": total,
