@@ -3,6 +3,7 @@ capabilities → turn with on_demand delivery → read a hint's reference with t
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from openapi_schema_validator import OAS31Validator
@@ -105,3 +106,34 @@ def test_turn_errors_over_http(local_api: LocalApi):
     )
     assert missing.status == 404 and missing.json()["error"] == "run_not_found"
     assert_documented(missing, COMPLETE)
+
+
+def test_task_commands_drive_a_task_bound_turn(local_api: LocalApi):
+    issued = local_api.cli("session", "issue", "--client", "demo-agent", "--route", "demo", "--principal-id", "e2e")
+    assert issued.returncode == 0, issued.stderr
+    session = json.loads(issued.stdout)
+    created = local_api.cli("task", "create", "--member", session["session_id"], "--ttl", "600")
+    assert created.returncode == 0, created.stderr
+    task = json.loads(created.stdout)
+    assert set(task) == {"task_id", "scope_hash"}
+
+    token = session["access_token"]
+    request = {
+        "client_conversation_id": "e2e-task",
+        "client_turn_id": "e2e-task-turn-1",
+        "user_message_id": "e2e-task-message-1",
+        "user_input": "vacation",
+        "knowledge_delivery": "on_demand",
+    }
+    unbound = start_turn(local_api, request, token=token)
+    assert unbound.status == 409 and unbound.json()["error"] == "task_not_active"
+    binding = {"schema_version": "bailing.agent-task-binding.v1", **task}
+    bound = start_turn(local_api, {**request, "task_binding": binding}, token=token)
+    assert bound.status == 200
+    run_id = bound.json()["run_id"]
+    assert local_api.search({"query": "vacation", "run_id": run_id}, token=token).status == 200
+
+    paused = local_api.cli("task", "pause", task["task_id"])
+    assert paused.returncode == 0 and json.loads(paused.stdout) == {"task_id": task["task_id"], "state": "paused"}
+    refused = local_api.search({"query": "vacation", "run_id": run_id}, token=token)
+    assert refused.status == 409 and refused.json()["error"] == "task_not_active"
