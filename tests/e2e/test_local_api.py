@@ -231,3 +231,38 @@ def test_start_server_helper_is_reusable(tmp_path):
     finally:
         assert stop_server(api) == 0
     assert not (tmp_path / "state" / "serve.json").exists()
+
+
+def test_an_oversized_body_is_refused_unread_with_413(local_api: LocalApi):
+    import socket
+
+    with socket.create_connection((local_api.host, local_api.port), timeout=30) as connection:
+        connection.sendall(
+            (
+                f"POST {local_api.workspace('search')} HTTP/1.1\r\nHost: {local_api.host}\r\n"
+                f"Authorization: Bearer {local_api.token}\r\nContent-Type: application/json\r\n"
+                "Content-Length: 7000000\r\n\r\n"
+            ).encode()
+        )
+        response = b""
+        while chunk := connection.recv(65536):  # the server answers without reading and closes
+            response += chunk
+    head, _, body = response.partition(b"\r\n\r\n")
+    assert head.startswith(b"HTTP/1.1 413")
+    assert b"Cache-Control: no-store" in head
+    assert json.loads(body)["error"] == "payload_too_large"
+
+
+def test_a_kept_alive_connection_serves_several_requests(local_api: LocalApi):
+    import http.client
+
+    connection = http.client.HTTPConnection(local_api.host, local_api.port, timeout=30)
+    try:
+        for _ in range(3):
+            connection.request(
+                "GET", local_api.workspace("capabilities"), headers={"Authorization": f"Bearer {local_api.token}"}
+            )
+            response = connection.getresponse()
+            assert response.status == 200 and json.loads(response.read())["route"] == "demo"
+    finally:
+        connection.close()
