@@ -85,8 +85,9 @@ class LoadResult:
         return "\n".join(lines)
 
 
-def run_load(api: LocalApi, requests: int, threads: int, seed: int = 7) -> LoadResult:
+def run_load(api: LocalApi, requests: int, threads: int, seed: int = 7, progress: int = 0) -> LoadResult:
     result = LoadResult()
+    started = time.perf_counter()
     lock = threading.Lock()
     budget = iter(range(requests))
     references: list[str] = []
@@ -95,6 +96,9 @@ def run_load(api: LocalApi, requests: int, threads: int, seed: int = 7) -> LoadR
         with lock:
             result.statuses[(endpoint, reply.status)] += 1
             result.latencies[endpoint].append(reply.seconds)
+            done = result.requests
+        if progress and done % progress == 0:
+            print(f"  {done} requests, {time.perf_counter() - started:.0f} s", file=sys.stderr, flush=True)
 
     def call(endpoint: str, send: Callable[[], Reply]) -> Reply | None:
         """A request that got no answer in time is a failure too (status 0), not a crash of the run."""
@@ -174,7 +178,7 @@ def main(argv: list[str] | None = None) -> int:
     arguments = parser.parse_args(argv)
 
     def run(api: LocalApi) -> int:
-        result = run_load(api, arguments.requests, arguments.threads, arguments.seed)
+        result = run_load(api, arguments.requests, arguments.threads, arguments.seed, progress=250)
         print(f"load: {arguments.threads} threads, loopback, local API (gateway + handlers + moto server)")
         print(result.report())
         return 1 if result.server_errors or result.unanswered else 0

@@ -65,10 +65,14 @@ def test_schemathesis_finds_nothing_against_the_openapi_document(api, tmp_path):
         f"Authorization: Bearer {api.token}",
         "--checks",
         "all",
-        # TRACE/CONNECT probes hit Python's http.server, not the functions (it answers 501 HTML);
-        # API Gateway never forwards undeclared methods to a function.
+        # unsupported_method: TRACE probes hit Python's http.server, not the functions (it answers 501
+        # HTML); API Gateway never forwards undeclared methods to a function.
+        # positive_data_acceptance: a schema cannot say which strings are valid signed references or
+        # existing run ids (so "schema-valid" refs are rightly 400/404), and integers are strict:
+        # `"limit": 2.0` is 400 by design (tests/integration/test_read.py) though JSON Schema calls it
+        # an integer.
         "--exclude-checks",
-        "unsupported_method",
+        "unsupported_method,positive_data_acceptance",
         "--phases",
         "examples,fuzzing",
         "--max-examples",
@@ -85,6 +89,8 @@ def test_schemathesis_finds_nothing_against_the_openapi_document(api, tmp_path):
         "30",
         "--no-color",
     ]
+    # The demo route, so generated requests reach the handlers' logic instead of a 404 for a random route.
+    (tmp_path / "schemathesis.toml").write_text('[parameters]\n"path.route" = "demo"\n', encoding="utf-8")
     result = subprocess.run(command, cwd=tmp_path, capture_output=True, text=True, timeout=600)
     print(result.stdout[-3000:])
     assert result.returncode == 0, result.stdout[-6000:] + result.stderr[-2000:]
