@@ -99,20 +99,28 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--port", type=int, default=0)
     arguments = parser.parse_args(argv)
+    # stdout is the control channel. The functions print too (Powertools writes EMF metrics to stdout,
+    # as CloudWatch expects): send that to stderr, or a full pipe nobody reads blocks a handler forever.
+    control = sys.stdout
+    sys.stdout = sys.stderr
     harness = Harness(port=arguments.port)
-    print(f"ready {harness.start()} {DEMO_TOKEN}", flush=True)
+
+    def reply(text: str) -> None:
+        print(text, file=control, flush=True)
+
+    reply(f"ready {harness.start()} {DEMO_TOKEN}")
     for line in sys.stdin:
         command = line.strip()
         if command == "stop-storage":
             harness.stop_storage()
-            print("storage stopped", flush=True)
+            reply("storage stopped")
         elif command == "hang-storage":
             harness.hang_storage()
-            print("storage hanging", flush=True)
+            reply("storage hanging")
         elif command == "quit":
             break
         elif command:
-            print(f"unknown command {command!r}", flush=True)
+            reply(f"unknown command {command!r}")
     harness.close()
     return 0
 
