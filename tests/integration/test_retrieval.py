@@ -177,3 +177,10 @@ def test_the_index_is_reused_until_the_generation_changes(stack, ingestor, monke
     reads.clear()
     assert "New" in search_titles(stack, ["kb"], "fresh cats")
     assert snapshot_key("kb", 2) in reads
+
+
+def test_english_stop_words_do_not_score(stack, ingestor):
+    result = search(stack, ["kb"], "the of is")
+    assert result.documents == [] and result.answered_kb_ids == ["kb"]
+    assert search_titles(stack, ["kb"], "the cats", max_docs=1) == ["Cats"]
+    assert search(stack, ["kb"], "the cats").documents[0].matched_terms == ("Cats",)
