@@ -71,8 +71,10 @@ def _warm(doc: dict[str, Any]) -> list[str]:
     ]
     for name in ("capabilities", "search", "read"):
         point = figure[name]
+        limit = figure["target_extra_ms"]
         target = (
-            f"≤ {figure['target_extra_ms']} ms: {_met(point['extra_p50_ms'] <= figure['target_extra_ms'])}"
+            f"≤ {limit} ms: wall {_met(point['extra_p50_ms'] <= limit)}, "
+            f"CPU {_met(point.get('extra_cpu_p50_ms', float('inf')) <= limit)}"
             if name != "capabilities"
             else "–"
         )
