@@ -28,6 +28,13 @@ os.environ.update(
 os.environ.pop("AWS_ENDPOINT_URL", None)
 os.environ.pop("AWS_PROFILE", None)
 
+from hypothesis import settings as hypothesis_settings  # noqa: E402
+
+# The machine running tests is shared and noisy: property tests are bounded by example counts,
+# never by wall-clock deadlines.
+hypothesis_settings.register_profile("shared-machine", deadline=None)
+hypothesis_settings.load_profile("shared-machine")
+
 from agent_knowledge import aws  # noqa: E402
 from agent_knowledge.clock import Clock  # noqa: E402
 from agent_knowledge.dependencies import Dependencies, reset_dependencies  # noqa: E402

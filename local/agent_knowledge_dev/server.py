@@ -84,7 +84,7 @@ class _RequestHandler(BaseHTTPRequestHandler):
         )
         return self.server.gateway.handle(request)
 
-    do_GET = do_POST = do_PUT = do_PATCH = do_DELETE = do_HEAD = do_OPTIONS = _dispatch
+    do_GET = do_POST = do_PUT = do_PATCH = do_DELETE = do_HEAD = do_OPTIONS = do_TRACE = do_CONNECT = _dispatch
 
     def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - BaseHTTPRequestHandler's name
         """Requests are logged by `_dispatch`; keep http.server's own lines out."""
