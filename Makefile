@@ -1,5 +1,8 @@
 # The README's commands. Every target creates the virtual environment first if it is missing.
+# The bench extra is part of it so that the benchmarks' smoke tests run in `make test` too.
 PYTHON ?= python3
+# aws-sam-cli is installed separately (see README: Deploy).
+SAM ?= sam
 VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
@@ -11,7 +14,7 @@ venv: $(STAMP)
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	$(BIN)/python -m pip install --quiet -e '.[dev,bench]'
 	touch $(STAMP)
 
 ## Run every check CI runs: lint, type check, tests.
@@ -31,7 +34,6 @@ serve: venv
 
 ## Run the performance suite (bench/README.md); `$(BIN)/python -m bench --quick` for a fast run.
 bench: venv
-	$(BIN)/python -m pip install --quiet -e '.[dev,bench]'
 	$(BIN)/python -m bench
 
 ## Validate the template (cfn-lint) and build the deployable bundle (needs a python3.12 on PATH).
@@ -39,7 +41,7 @@ validate: venv
 	$(BIN)/cfn-lint template.yaml
 
 build: validate
-	PYENV_VERSION=3.12.1 $(BIN)/sam build
+	PYENV_VERSION=3.12.1 $(SAM) build
 
 clean:
 	rm -rf $(VENV) .aws-sam .pytest_cache .mypy_cache .ruff_cache
