@@ -17,11 +17,11 @@ PROTOCOL: Final = "bailing.agent-knowledge.v1"
 
 
 class RequestModel(BaseModel):
-    model_config = ConfigDict(extra="forbid", strict=True)
+    model_config = ConfigDict(extra="forbid", strict=True, defer_build=True)
 
 
 class ResponseModel(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)
 
     # Optional fields the protocol leaves out entirely (rather than sending null) when unset.
     omit_when_none: ClassVar[frozenset[str]] = frozenset({"run_id"})

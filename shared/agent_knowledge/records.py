@@ -14,7 +14,9 @@ Identifier = str
 
 
 class Record(BaseModel):
-    model_config = ConfigDict(extra="ignore")
+    # Schemas are built on first use, not at import: building them all is ~100 ms of cold start,
+    # and a request touches only a few record types.
+    model_config = ConfigDict(extra="ignore", defer_build=True)
 
 
 class Principal(Record):
