@@ -39,3 +39,16 @@ def text_cost(text: str) -> int:
 def prefix_costs(text: str) -> list[int]:
     """prefix[i] = cost of text[:i]; len(prefix) == len(text) + 1."""
     return [0, *accumulate(char_costs(text))]
+
+
+def longest_prefix_within(text: str, budget: int) -> int:
+    """Length (in characters) of the longest prefix of `text` costing at most `budget` bytes."""
+    costs = prefix_costs(text)
+    low, high = 0, len(text)
+    while low < high:
+        middle = (low + high + 1) // 2
+        if costs[middle] <= budget:
+            low = middle
+        else:
+            high = middle - 1
+    return low

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from agent_knowledge import jsonbytes
-from agent_knowledge.escaping import prefix_costs, text_cost
+from agent_knowledge.escaping import longest_prefix_within, text_cost
 
 READ_CHAIN_MAX_BYTES = 131072
 
@@ -73,15 +73,7 @@ def plan_page(
             return PagePlan(text, len(text.encode("utf-8")), True, exhausted, exhausted)
 
     available = max_bytes - size_with("", "x" * cursor_length, True, False)
-    costs = prefix_costs(text)
-    low, high = 0, len(text)
-    while low < high:
-        middle = (low + high + 1) // 2
-        if costs[middle] <= available:
-            low = middle
-        else:
-            high = middle - 1
-    content = text[:low]
+    content = text[: longest_prefix_within(text, available)]
     if not content and text:
         # Unreachable with the protocol's limits (title ≤ 255 characters, max_bytes ≥ 4096).
         raise ValueError("the page budget cannot hold the response envelope")

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from agent_knowledge import jsonbytes
-from agent_knowledge.escaping import prefix_costs, text_cost
+from agent_knowledge.escaping import longest_prefix_within, prefix_costs, text_cost
 
 SEARCH_MAX_BYTES = 4096
 MIN_SUMMARY_BYTES = 48
@@ -44,15 +44,7 @@ class HintDraft:
 
 def _prefix_within(text: str, budget: int) -> str:
     """The longest prefix of `text` costing at most `budget` bytes."""
-    costs = prefix_costs(text)
-    low, high = 0, len(text)
-    while low < high:
-        middle = (low + high + 1) // 2
-        if costs[middle] <= budget:
-            low = middle
-        else:
-            high = middle - 1
-    return text[:low]
+    return text[: longest_prefix_within(text, budget)]
 
 
 def _anchor(text: str, terms: tuple[str, ...]) -> tuple[int, int]:

@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from agent_knowledge_dev.template import load_template
+from tests.support.sam import translate_template
 
 READ_ONLY_FUNCTIONS = ("CapabilitiesFunction", "SearchFunction", "ReadFunction")
 # Verbs that only read. DescribeTable and GetBucketLocation/GetLifecycleConfiguration come with the
@@ -25,24 +26,9 @@ MANAGED_POLICIES = {
 SECURITY_DOC = Path(__file__).resolve().parents[2] / "docs" / "SECURITY.md"
 
 
-class _NoManagedPolicies:
-    def load(self):  # the translator asks IAM for managed policy ARNs; the template names none
-        return {}
-
-
 @pytest.fixture(scope="module")
 def cloudformation():
-    from samtranslator.translator.arn_generator import ArnGenerator
-    from samtranslator.translator.transform import transform
-
-    ArnGenerator.BOTO_SESSION_REGION_NAME = "us-east-1"
-    document = load_template()
-    for name, resource in document["Resources"].items():
-        for uri in ("CodeUri", "ContentUri"):
-            if uri in resource.get("Properties", {}):
-                resource["Properties"][uri] = f"s3://artifacts/{name}.zip"
-    parameters = {"ServerTokenSecretArn": "arn:aws:secretsmanager:us-east-1:123456789012:secret:token-AbCdEf"}
-    return transform(document, parameters, _NoManagedPolicies())
+    return translate_template()
 
 
 def _statements(role: dict) -> list[dict]:

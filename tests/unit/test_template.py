@@ -8,6 +8,7 @@ import pytest
 
 from agent_knowledge.settings import ENVIRONMENT
 from agent_knowledge_dev.template import TEMPLATE_PATH, environment_variables, function_routes, load_template
+from tests.support.sam import translate_template
 
 
 def test_template_passes_cfn_lint():
@@ -18,25 +19,9 @@ def test_template_passes_cfn_lint():
     assert [str(m) for m in matches if m.rule.id[0] in "EW"] == []
 
 
-class _NoManagedPolicies:
-    def load(self):  # the translator asks IAM for AWS managed policy ARNs; we use none by name
-        return {}
-
-
 @pytest.fixture(scope="module")
 def translated():
-    from samtranslator.translator.arn_generator import ArnGenerator
-    from samtranslator.translator.transform import transform
-
-    ArnGenerator.BOTO_SESSION_REGION_NAME = "us-east-1"
-    document = load_template()
-    # The translator works on packaged templates: replace local code paths as `sam package` would.
-    for name, resource in document["Resources"].items():
-        for uri in ("CodeUri", "ContentUri"):
-            if uri in resource.get("Properties", {}):
-                resource["Properties"][uri] = f"s3://artifacts/{name}.zip"
-    parameters = {"ServerTokenSecretArn": "arn:aws:secretsmanager:us-east-1:123456789012:secret:token-AbCdEf"}
-    return transform(document, parameters, _NoManagedPolicies())
+    return translate_template()
 
 
 def test_template_translates_to_cloudformation(translated):
