@@ -4,14 +4,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from botocore.exceptions import ClientError
 from pydantic import BaseModel
 
 from agent_knowledge.errors import KnowledgeUnavailable
 from agent_knowledge.records import ClientRecord, KnowledgeBaseRecord, RouteRecord, TaskRecord
 from agent_knowledge.repositories.dynamo import (
+    conditional_write,
     from_item,
-    is_conditional_failure,
     key,
     storage_errors,
     to_item,
@@ -53,21 +52,16 @@ class ConfigRepository:
         names = {f"#a{i}": name for i, name in enumerate(changes)}
         values = to_item({f":v{i}": value for i, value in enumerate(changes.values())})
         expression = "SET " + ", ".join(f"#a{i} = :v{i}" for i in range(len(changes)))
-        try:
-            with storage_errors("configuration storage"):
-                self._dynamodb.update_item(
-                    TableName=self._table,
-                    Key=key(pk=self._pk(record_id)),
-                    UpdateExpression=expression,
-                    ConditionExpression="attribute_exists(pk)",
-                    ExpressionAttributeNames=names,
-                    ExpressionAttributeValues=values,
-                )
-        except ClientError as exc:
-            if is_conditional_failure(exc):
-                return False
-            raise
-        return True
+        return conditional_write(
+            "configuration storage",
+            self._dynamodb.update_item,
+            TableName=self._table,
+            Key=key(pk=self._pk(record_id)),
+            UpdateExpression=expression,
+            ConditionExpression="attribute_exists(pk)",
+            ExpressionAttributeNames=names,
+            ExpressionAttributeValues=values,
+        )
 
 
 class ClientRepository(ConfigRepository):
@@ -139,21 +133,16 @@ class KnowledgeBaseRepository(ConfigRepository):
     def claim_generation(self, kb_id: str, expected: int) -> bool:
         """Move the KB's index generation from `expected` to `expected + 1`; False if it is no
         longer `expected` (another rebuild claimed it first) or the KB does not exist."""
-        try:
-            with storage_errors("configuration storage"):
-                self._dynamodb.update_item(
-                    TableName=self._table,
-                    Key=key(pk=self._pk(kb_id)),
-                    UpdateExpression="SET generation = :next",
-                    ConditionExpression="attribute_exists(pk) AND (generation = :expected OR "
-                    "(attribute_not_exists(generation) AND :expected = :zero))",
-                    ExpressionAttributeValues=to_item({":next": expected + 1, ":expected": expected, ":zero": 0}),
-                )
-        except ClientError as exc:
-            if is_conditional_failure(exc):
-                return False
-            raise
-        return True
+        return conditional_write(
+            "configuration storage",
+            self._dynamodb.update_item,
+            TableName=self._table,
+            Key=key(pk=self._pk(kb_id)),
+            UpdateExpression="SET generation = :next",
+            ConditionExpression="attribute_exists(pk) AND (generation = :expected OR "
+            "(attribute_not_exists(generation) AND :expected = :zero))",
+            ExpressionAttributeValues=to_item({":next": expected + 1, ":expected": expected, ":zero": 0}),
+        )
 
 
 class TaskRepository(ConfigRepository):

@@ -6,11 +6,9 @@ import hashlib
 from collections.abc import Iterator
 from typing import Any
 
-from botocore.exceptions import ClientError
-
 from agent_knowledge.errors import KnowledgeUnavailable
 from agent_knowledge.records import DocumentRecord
-from agent_knowledge.repositories.dynamo import from_item, is_conditional_failure, key, storage_errors, to_item
+from agent_knowledge.repositories.dynamo import conditional_write, from_item, key, storage_errors, to_item
 
 
 def document_id(source_key: str) -> str:
@@ -83,14 +81,7 @@ class DocumentRepository:
         elif only_if_revision is not None:
             request["ConditionExpression"] = "revision = :r"
             request["ExpressionAttributeValues"] = {":r": {"S": only_if_revision}}
-        try:
-            with storage_errors("document storage"):
-                self._dynamodb.put_item(**request)
-        except ClientError as exc:
-            if is_conditional_failure(exc):
-                return False
-            raise
-        return True
+        return conditional_write("document storage", self._dynamodb.put_item, **request)
 
     def delete(self, kb_id: str, doc_id: str) -> bool:
         with storage_errors("document storage"):

@@ -98,3 +98,16 @@ def storage_errors(what: str, passthrough: Callable[[ClientError], bool] = is_co
         raise KnowledgeUnavailable(f"{what} is temporarily unavailable") from exc
     except BotoCoreError as exc:
         raise KnowledgeUnavailable(f"{what} is temporarily unavailable") from exc
+
+
+def conditional_write(what: str, operation: Callable[..., Any], **request: Any) -> bool:
+    """Run a conditional write; False when its condition fails (the caller's answer, not an
+    error). Any other failure is `KnowledgeUnavailable`, as with `storage_errors`."""
+    try:
+        with storage_errors(what):
+            operation(**request)
+    except ClientError as exc:
+        if is_conditional_failure(exc):
+            return False
+        raise
+    return True

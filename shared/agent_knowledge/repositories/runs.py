@@ -4,10 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from botocore.exceptions import ClientError
-
 from agent_knowledge.records import RunRecord
-from agent_knowledge.repositories.dynamo import from_item, is_conditional_failure, key, storage_errors, to_item
+from agent_knowledge.repositories.dynamo import conditional_write, from_item, key, storage_errors, to_item
 
 TTL_GRACE_SECONDS = 86_400
 
@@ -31,31 +29,23 @@ class RunRepository:
         """Insert a new run; False if one with this id already exists."""
         values = {"pk": _pk(record.run_id), "ttl": record.expires_at + TTL_GRACE_SECONDS}
         values.update(record.model_dump(mode="json"))
-        try:
-            with storage_errors("run storage"):
-                self._dynamodb.put_item(
-                    TableName=self._table, Item=to_item(values), ConditionExpression="attribute_not_exists(pk)"
-                )
-        except ClientError as exc:
-            if is_conditional_failure(exc):
-                return False
-            raise
-        return True
+        return conditional_write(
+            "run storage",
+            self._dynamodb.put_item,
+            TableName=self._table,
+            Item=to_item(values),
+            ConditionExpression="attribute_not_exists(pk)",
+        )
 
     def transition(self, run_id: str, from_state: str, to_state: str) -> bool:
         """Move a run between states atomically; False if it is not in `from_state`."""
-        try:
-            with storage_errors("run storage"):
-                self._dynamodb.update_item(
-                    TableName=self._table,
-                    Key=key(pk=_pk(run_id)),
-                    UpdateExpression="SET #s = :to",
-                    ConditionExpression="#s = :from",
-                    ExpressionAttributeNames={"#s": "state"},
-                    ExpressionAttributeValues=to_item({":to": to_state, ":from": from_state}),
-                )
-        except ClientError as exc:
-            if is_conditional_failure(exc):
-                return False
-            raise
-        return True
+        return conditional_write(
+            "run storage",
+            self._dynamodb.update_item,
+            TableName=self._table,
+            Key=key(pk=_pk(run_id)),
+            UpdateExpression="SET #s = :to",
+            ConditionExpression="#s = :from",
+            ExpressionAttributeNames={"#s": "state"},
+            ExpressionAttributeValues=to_item({":to": to_state, ":from": from_state}),
+        )

@@ -5,12 +5,10 @@ from __future__ import annotations
 import hashlib
 from typing import Any
 
-from botocore.exceptions import ClientError
-
 from agent_knowledge.records import SessionRecord
 from agent_knowledge.repositories.dynamo import (
+    conditional_write,
     from_item,
-    is_conditional_failure,
     key,
     storage_errors,
     to_item,
@@ -64,20 +62,15 @@ class SessionRepository:
             self._dynamodb.put_item(TableName=self._table, Item=to_item(values))
 
     def _update(self, token_hash: str, expression: str, values: dict[str, Any]) -> bool:
-        try:
-            with storage_errors("session storage"):
-                self._dynamodb.update_item(
-                    TableName=self._table,
-                    Key=key(token_hash=token_hash),
-                    UpdateExpression=expression,
-                    ConditionExpression="attribute_exists(token_hash)",
-                    ExpressionAttributeValues=to_item(values),
-                )
-        except ClientError as exc:
-            if is_conditional_failure(exc):
-                return False
-            raise
-        return True
+        return conditional_write(
+            "session storage",
+            self._dynamodb.update_item,
+            TableName=self._table,
+            Key=key(token_hash=token_hash),
+            UpdateExpression=expression,
+            ConditionExpression="attribute_exists(token_hash)",
+            ExpressionAttributeValues=to_item(values),
+        )
 
     def revoke(self, session_id: str) -> bool:
         session = self.get_by_id(session_id)

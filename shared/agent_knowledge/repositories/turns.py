@@ -20,7 +20,14 @@ from typing import Any, Literal
 
 from botocore.exceptions import ClientError
 
-from agent_knowledge.repositories.dynamo import from_item, is_conditional_failure, key, storage_errors, to_item
+from agent_knowledge.repositories.dynamo import (
+    conditional_write,
+    from_item,
+    is_conditional_failure,
+    key,
+    storage_errors,
+    to_item,
+)
 
 # Same grace as runs: the records outlive their run by a day, then TTL removes them.
 TTL_GRACE_SECONDS = 86_400
@@ -61,33 +68,25 @@ class TurnRepository:
         return from_item(item) if item else None
 
     def _put_new(self, values: dict[str, Any]) -> bool:
-        try:
-            with storage_errors("run storage"):
-                self._dynamodb.put_item(
-                    TableName=self._table, Item=to_item(values), ConditionExpression="attribute_not_exists(pk)"
-                )
-        except ClientError as exc:
-            if is_conditional_failure(exc):
-                return False
-            raise
-        return True
+        return conditional_write(
+            "run storage",
+            self._dynamodb.put_item,
+            TableName=self._table,
+            Item=to_item(values),
+            ConditionExpression="attribute_not_exists(pk)",
+        )
 
     def _update(self, pk: str, expression: str, condition: str, values: dict[str, Any]) -> bool:
-        try:
-            with storage_errors("run storage"):
-                self._dynamodb.update_item(
-                    TableName=self._table,
-                    Key=key(pk=pk),
-                    UpdateExpression=expression,
-                    ConditionExpression=condition,
-                    ExpressionAttributeNames={"#s": "state"},
-                    ExpressionAttributeValues=to_item(values),
-                )
-        except ClientError as exc:
-            if is_conditional_failure(exc):
-                return False
-            raise
-        return True
+        return conditional_write(
+            "run storage",
+            self._dynamodb.update_item,
+            TableName=self._table,
+            Key=key(pk=pk),
+            UpdateExpression=expression,
+            ConditionExpression=condition,
+            ExpressionAttributeNames={"#s": "state"},
+            ExpressionAttributeValues=to_item(values),
+        )
 
     # user_message_id ------------------------------------------------------------------------
 
