@@ -40,19 +40,9 @@ def configure(extra: dict[str, str] | None = None) -> None:
 
 
 def reset_caches() -> None:
-    from agent_knowledge import aws
-    from agent_knowledge.dependencies import reset_dependencies
-    from agent_knowledge.repositories import reset_repositories
-    from agent_knowledge.retrieval.snapshots import index_cache
-    from agent_knowledge.server_token import reset_codec
-    from agent_knowledge.settings import reset_settings
+    from agent_knowledge_dev.stack import reset_container_caches
 
-    index_cache.clear()
-    reset_codec()
-    reset_settings()
-    aws.reset_clients()
-    reset_repositories()
-    reset_dependencies()
+    reset_container_caches()
 
 
 @contextlib.contextmanager

@@ -8,7 +8,7 @@ sample documents. Modes alternate call by call so both see the same machine nois
 the capabilities handler (identity revalidation and the scope: four reads) is timed alongside.
 Powertools' metric lines go to a sink; only the report is printed.
 
-    .venv/bin/python bench/turns_latency.py [--calls 60] [--warmup 10]
+    .venv/bin/python -m bench.turns_latency [--calls 60] [--warmup 10]
 """
 
 from __future__ import annotations
@@ -16,15 +16,16 @@ from __future__ import annotations
 import argparse
 import contextlib
 import copy
-import importlib.util
 import io
 import json
 import os
 import statistics
-import sys
 import time
 from pathlib import Path
 from typing import Any
+
+from bench.environment import configure
+from bench.handlers import Context, load
 
 ROOT = Path(__file__).resolve().parents[1]
 QUERIES = [
@@ -35,37 +36,6 @@ QUERIES = [
     "差旅报销需要哪些材料",
     "code review checklist",
 ]
-ENVIRONMENT = {
-    "AWS_DEFAULT_REGION": "us-east-1",
-    "AWS_REGION": "us-east-1",
-    "AWS_ACCESS_KEY_ID": "testing",
-    "AWS_SECRET_ACCESS_KEY": "testing",
-    "AWS_SECURITY_TOKEN": "testing",
-    "AWS_SESSION_TOKEN": "testing",
-    "POWERTOOLS_TRACE_DISABLED": "true",
-    "POWERTOOLS_SERVICE_NAME": "agent-knowledge-bench",
-    "POWERTOOLS_METRICS_NAMESPACE": "AgentKnowledgeBench",
-    "POWERTOOLS_LOG_LEVEL": "WARNING",
-}
-
-
-class Context:
-    function_name = "bench"
-    memory_limit_in_mb = 512
-    invoked_function_arn = "arn:aws:lambda:us-east-1:123456789012:function:bench"
-    aws_request_id = "bench-request"
-
-    @staticmethod
-    def get_remaining_time_in_millis() -> int:
-        return 15_000
-
-
-def load_handler(name: str) -> Any:
-    spec = importlib.util.spec_from_file_location(f"function_{name}_app", ROOT / "functions" / name / "app.py")
-    assert spec and spec.loader
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module.lambda_handler
 
 
 def turn_event(base: dict[str, Any], mode: str, number: int) -> dict[str, Any]:
@@ -106,10 +76,7 @@ def main() -> None:
     parser.add_argument("--warmup", type=int, default=10, help="unmeasured calls per mode first")
     arguments = parser.parse_args()
 
-    os.environ.update(ENVIRONMENT)
-    os.environ.pop("AWS_ENDPOINT_URL", None)
-    os.environ.pop("AWS_PROFILE", None)
-    sys.path[:0] = [str(ROOT / "shared"), str(ROOT / "local")]
+    configure()
     from moto import mock_aws
 
     from agent_knowledge import aws
@@ -124,8 +91,8 @@ def main() -> None:
         repositories = default_repositories()
         seed_demo(repositories)
         documents = seed_sample_documents(repositories)
-        handler = load_handler("turns")
-        capabilities = load_handler("capabilities")
+        handler = load("turns").lambda_handler
+        capabilities = load("capabilities").lambda_handler
         base = json.loads((ROOT / "events" / "turns-on-demand.json").read_text(encoding="utf-8"))
         probe = json.loads((ROOT / "events" / "capabilities-valid-bearer.json").read_text(encoding="utf-8"))
 

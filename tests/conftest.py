@@ -37,9 +37,9 @@ hypothesis_settings.load_profile("shared-machine")
 
 from agent_knowledge import aws  # noqa: E402
 from agent_knowledge.clock import Clock  # noqa: E402
-from agent_knowledge.dependencies import Dependencies, reset_dependencies  # noqa: E402
-from agent_knowledge.repositories import Repositories, reset_repositories  # noqa: E402
-from agent_knowledge.settings import get_settings, reset_settings  # noqa: E402
+from agent_knowledge.dependencies import Dependencies  # noqa: E402
+from agent_knowledge.repositories import Repositories  # noqa: E402
+from agent_knowledge.settings import get_settings  # noqa: E402
 from tests.support.events import LambdaContext, load_function  # noqa: E402
 
 # Every log line of the session is checked for secrets and document bodies (tests/leakcheck.py).
@@ -60,16 +60,9 @@ class FakeClock:
 
 
 def reset_caches() -> None:
-    from agent_knowledge.retrieval.snapshots import index_cache
-    from agent_knowledge.server_token import reset_codec
+    from agent_knowledge_dev.stack import reset_container_caches
 
-    # Every test's moto stack starts KB generations at 0 again: opened indexes must not outlive it.
-    index_cache.clear()
-    reset_codec()
-    reset_settings()
-    aws.reset_clients()
-    reset_repositories()
-    reset_dependencies()
+    reset_container_caches()
 
 
 @dataclass

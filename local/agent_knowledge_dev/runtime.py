@@ -9,10 +9,7 @@ from __future__ import annotations
 
 import os
 
-from agent_knowledge import aws
-from agent_knowledge.dependencies import reset_dependencies
-from agent_knowledge.repositories import reset_repositories
-from agent_knowledge.settings import reset_settings
+from agent_knowledge_dev.stack import reset_container_caches
 
 # moto accepts any credentials; these keep botocore from looking for real ones.
 LOCAL_AWS = {
@@ -31,10 +28,7 @@ _REAL_AWS = ("AWS_PROFILE", "AWS_SESSION_TOKEN", "AWS_SECURITY_TOKEN", "AWS_ENDP
 
 
 def reset_caches() -> None:
-    reset_settings()
-    aws.reset_clients()
-    reset_repositories()
-    reset_dependencies()
+    reset_container_caches()
 
 
 def use_local_backend(endpoint_url: str | None) -> None:
