@@ -56,7 +56,9 @@ def _ours(handler: str, event: dict[str, Any]) -> dict[str, Any]:
     spec.loader.exec_module(module)
     imported = time.perf_counter()
     response = module.lambda_handler(event, _Context())
-    clients = sorted(sys.modules["agent_knowledge.aws"]._clients)  # which clients the first request created
+    clients = sorted(
+        sys.modules["agent_knowledge.repositories.aws"]._clients
+    )  # which clients the first request created
     outcome = {"imported_at": imported, "status": response["statusCode"], "services": clients}
     if response["statusCode"] != 200:
         outcome["body"] = response.get("body", "")[:500]

@@ -187,7 +187,7 @@ def run(profile: str = "full") -> dict[str, Any]:
     query = known_item_queries([doc.body for doc in docs], 1, seed=5)[0]
     result: dict[str, Any] = {"handlers": names, "runs": runs, "query": query, "target_ratio": TARGET_RATIO}
     with tempfile.TemporaryDirectory(prefix="ak-bench-cold-") as scratch, local_stack() as repositories, _quiet():
-        from agent_knowledge import aws
+        from agent_knowledge.repositories import aws
         from agent_knowledge_dev.template import environment_variables
 
         seed_demo_workspace(repositories)

@@ -52,8 +52,7 @@ def local_stack() -> Iterator[Any]:
     Expects the dummy credentials of `configure()` (or the test suite's) in the environment."""
     from moto import mock_aws
 
-    from agent_knowledge import aws
-    from agent_knowledge.repositories import default_repositories
+    from agent_knowledge.repositories import aws, default_repositories
     from agent_knowledge_dev.stack import create_stack
 
     with mock_aws():

@@ -24,7 +24,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from agent_knowledge.document_content import prepare_document
+from agent_knowledge.ingest.content import prepare_document
 from agent_knowledge.records import DocumentRecord, KnowledgeBaseRecord
 from agent_knowledge.repositories.bodies import body_key
 from agent_knowledge.repositories.documents import document_id
@@ -93,7 +93,7 @@ def in_memory_repositories(kb_id: str, count: int) -> Any:
 
 
 def rebuild_in_memory(count: int, repeats: int) -> dict[str, Any]:
-    from agent_knowledge.retrieval.rebuild import rebuild_kb_index
+    from agent_knowledge.ingest.index_rebuild import rebuild_kb_index
 
     repositories = in_memory_repositories("bench", count)
     times = []
@@ -118,7 +118,7 @@ def _generations(times: list[float]) -> dict[str, Any]:
 
 
 def rebuild_against_moto(count: int, repeats: int) -> dict[str, Any]:
-    from agent_knowledge.ingest import Ingestor
+    from agent_knowledge.ingest.documents import Ingestor
 
     with local_stack() as repositories, _quiet():
         seed_demo_workspace(repositories)

@@ -54,10 +54,10 @@ def main() -> None:
     handlers.load("search")
     from types import SimpleNamespace
 
+    from agent_knowledge.identity.scope import Scope
     from agent_knowledge.records import KnowledgeBaseRecord, KnowledgeConfig, SourceConfig
     from agent_knowledge.retrieval import retrieve
     from agent_knowledge.retrieval.snapshots import IndexCache
-    from agent_knowledge.scope import Scope
 
     result = {"imported_rss_mib": _mib(_status_kib("VmRSS"))}
     if snapshot_path != "-":

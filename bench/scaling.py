@@ -26,13 +26,13 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
-from agent_knowledge.chunking import chunk_text
-from agent_knowledge.document_content import chunk_digest
+from agent_knowledge.identity.scope import Scope
+from agent_knowledge.ingest.chunking import chunk_text
+from agent_knowledge.ingest.content import chunk_digest
 from agent_knowledge.records import DocumentRecord, KnowledgeBaseRecord, KnowledgeConfig, SourceConfig
 from agent_knowledge.retrieval import retrieve
 from agent_knowledge.retrieval.builder import IndexedChunk, build_snapshot
 from agent_knowledge.retrieval.snapshots import IndexCache
-from agent_knowledge.scope import Scope
 from bench.corpus import documents, known_item_queries
 from bench.retrieval.systems import BenchChunk, Bm25s, TantivyDirect
 from bench.stats import ratio, summary_ms

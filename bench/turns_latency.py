@@ -79,9 +79,8 @@ def main() -> None:
     configure()
     from moto import mock_aws
 
-    from agent_knowledge import aws
-    from agent_knowledge.observability import logger
-    from agent_knowledge.repositories import default_repositories
+    from agent_knowledge.repositories import aws, default_repositories
+    from agent_knowledge.runtime.observability import logger
     from agent_knowledge_dev.demo import seed_demo, seed_sample_documents
     from agent_knowledge_dev.stack import create_stack
 

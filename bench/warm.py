@@ -40,7 +40,7 @@ class CallRecorder:
     def __init__(self) -> None:
         self.calls: list[Call] = []
         self.recording = False
-        from agent_knowledge import aws
+        from agent_knowledge.repositories import aws
 
         for service in SERVICES:
             aws.client(service).meta.events.register("provide-client-params", self._record)

@@ -141,8 +141,8 @@ def _after(function: Callable[..., Any], observe: Callable[[Any, tuple, dict], N
 
 
 def _install_observers() -> None:
+    from agent_knowledge.references.codec import TokenCodec
     from agent_knowledge.repositories.bodies import BodyStore
-    from agent_knowledge.tokens import TokenCodec
     from agent_knowledge_dev import admin
     from agent_knowledge_dev.demo import DEMO_TOKEN
 
@@ -171,7 +171,7 @@ def _install_observers() -> None:
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    from agent_knowledge.observability import logger
+    from agent_knowledge.runtime.observability import logger
 
     _install_observers()
     handler = _CaptureHandler(scanner)

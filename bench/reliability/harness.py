@@ -38,8 +38,7 @@ class Harness:
 
         from moto.server import ThreadedMotoServer
 
-        from agent_knowledge import aws
-        from agent_knowledge.repositories import default_repositories
+        from agent_knowledge.repositories import aws, default_repositories
         from agent_knowledge_dev.demo import seed_demo, seed_sample_documents
         from agent_knowledge_dev.functions import FunctionInvoker, function_logs_to_stderr
         from agent_knowledge_dev.gateway import Gateway

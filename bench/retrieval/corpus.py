@@ -19,7 +19,7 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
-from agent_knowledge.html_text import html_to_text
+from agent_knowledge.ingest.html_text import html_to_text
 
 CACHE = Path(__file__).resolve().parent / ".cache"
 

@@ -15,14 +15,14 @@ from typing import Any
 
 import tantivy
 
+from agent_knowledge.identity.scope import Scope
 from agent_knowledge.records import DocumentRecord, KnowledgeBaseRecord, KnowledgeConfig, SourceConfig
 from agent_knowledge.retrieval import retrieve
 from agent_knowledge.retrieval import schema as fields
+from agent_knowledge.retrieval.analyzer import query_tokens
 from agent_knowledge.retrieval.builder import IndexedChunk, build_snapshot, unpack
 from agent_knowledge.retrieval.kb_index import AnalyzedQuery
 from agent_knowledge.retrieval.snapshots import IndexCache
-from agent_knowledge.scope import Scope
-from agent_knowledge.tokenize import query_tokens
 
 TOP_DOCS = 3
 CHUNK_HITS = 30  # chunk hits fetched by the baselines before grouping them into documents

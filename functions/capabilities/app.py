@@ -7,11 +7,11 @@ from typing import Any
 from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.logging import correlation_paths
 
-from agent_knowledge.capabilities import describe_capabilities
-from agent_knowledge.dependencies import Dependencies, default_dependencies
-from agent_knowledge.http import create_app, header, json_response, resolve
-from agent_knowledge.identity import revalidate
-from agent_knowledge.observability import logger, metrics, traced
+from agent_knowledge.identity.caller import revalidate
+from agent_knowledge.knowledge.capabilities import describe_capabilities
+from agent_knowledge.runtime.container import Dependencies, default_dependencies
+from agent_knowledge.runtime.http import create_app, header, json_response, resolve
+from agent_knowledge.runtime.observability import logger, metrics, traced
 
 app = create_app()
 

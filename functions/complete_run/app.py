@@ -7,11 +7,11 @@ from typing import Any
 from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.logging import correlation_paths
 
-from agent_knowledge.dependencies import Dependencies, default_dependencies
-from agent_knowledge.http import create_app, header, json_response, parse_body, resolve
-from agent_knowledge.observability import logger, metrics, traced
-from agent_knowledge.turn_models import CompleteRunRequest
-from agent_knowledge.turns_completion import complete_run, run_of_caller
+from agent_knowledge.runtime.container import Dependencies, default_dependencies
+from agent_knowledge.runtime.http import create_app, header, json_response, parse_body, resolve
+from agent_knowledge.runtime.observability import logger, metrics, traced
+from agent_knowledge.turns.completion import complete_run, run_of_caller
+from agent_knowledge.turns.models import CompleteRunRequest
 
 app = create_app()
 

@@ -7,13 +7,13 @@ from typing import Any
 from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.logging import correlation_paths
 
-from agent_knowledge.dependencies import Dependencies, default_dependencies
-from agent_knowledge.http import create_app, header, json_response, parse_body, resolve
-from agent_knowledge.identity import revalidate
+from agent_knowledge.identity.caller import revalidate
+from agent_knowledge.identity.runs import authorize_run
+from agent_knowledge.knowledge.read import read_knowledge
 from agent_knowledge.models import ReadRequest
-from agent_knowledge.observability import logger, metrics, traced
-from agent_knowledge.read import read_knowledge
-from agent_knowledge.run_access import authorize_run
+from agent_knowledge.runtime.container import Dependencies, default_dependencies
+from agent_knowledge.runtime.http import create_app, header, json_response, parse_body, resolve
+from agent_knowledge.runtime.observability import logger, metrics, traced
 
 app = create_app()
 

@@ -7,13 +7,13 @@ from typing import Any
 from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.logging import correlation_paths
 
-from agent_knowledge.dependencies import Dependencies, default_dependencies
-from agent_knowledge.http import JSON, create_app, header, parse_body, resolve
-from agent_knowledge.identity import revalidate
-from agent_knowledge.observability import logger, metrics, traced
+from agent_knowledge.identity.caller import revalidate
+from agent_knowledge.runtime.container import Dependencies, default_dependencies
+from agent_knowledge.runtime.http import JSON, create_app, header, parse_body, resolve
+from agent_knowledge.runtime.observability import logger, metrics, traced
 from agent_knowledge.settings import get_settings
-from agent_knowledge.turn_models import TURN_MAX_BODY_BYTES, TurnRequest
-from agent_knowledge.turns import start_turn
+from agent_knowledge.turns.models import TURN_MAX_BODY_BYTES, TurnRequest
+from agent_knowledge.turns.start import start_turn
 
 app = create_app()
 

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from agent_knowledge.errors import KnowledgeError
-from agent_knowledge.ingest import MAX_BODY_BYTES
+from agent_knowledge.ingest.documents import MAX_BODY_BYTES
 
 MEDIA_TYPES = {
     ".md": "text/markdown",

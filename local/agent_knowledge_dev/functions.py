@@ -81,7 +81,7 @@ def load_handler(route: FunctionRoute) -> Handler:
 
 def function_logs_to_stderr() -> None:
     """Powertools logs to stdout (CloudWatch reads it there); locally stdout is for results."""
-    from agent_knowledge.observability import logger
+    from agent_knowledge.runtime.observability import logger
 
     for handler in logging.getLogger(logger.name).handlers:
         if isinstance(handler, logging.StreamHandler) and handler.stream is sys.stdout:

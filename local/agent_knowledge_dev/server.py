@@ -201,8 +201,7 @@ class LocalStack:
 @contextmanager
 def local_stack(seed: bool = True) -> Iterator[LocalStack]:
     """A moto server on loopback with the template's stack (and the demo), this process pointed at it."""
-    from agent_knowledge import aws
-    from agent_knowledge.repositories import default_repositories
+    from agent_knowledge.repositories import aws, default_repositories
     from agent_knowledge_dev.demo import seed_demo, seed_sample_documents
     from agent_knowledge_dev.functions import function_logs_to_stderr
     from agent_knowledge_dev.runtime import use_local_backend, use_stack_environment

@@ -100,10 +100,9 @@ def reset_container_caches() -> None:
     stack (whose KB generations begin again at 0) and must not see the previous one's state."""
     import sys
 
-    from agent_knowledge import aws
-    from agent_knowledge.dependencies import reset_dependencies
-    from agent_knowledge.repositories import reset_repositories
-    from agent_knowledge.server_token import reset_codec
+    from agent_knowledge.references.server_token import reset_codec
+    from agent_knowledge.repositories import aws, reset_repositories
+    from agent_knowledge.runtime.container import reset_dependencies
     from agent_knowledge.settings import reset_settings
 
     # Only if retrieval was imported (nothing cached otherwise): importing it here would create the

@@ -14,9 +14,9 @@ import hashlib
 import time
 import uuid
 
+from agent_knowledge.identity.scope import canonical_json
 from agent_knowledge.records import TaskRecord, TaskState
 from agent_knowledge.repositories import Repositories
-from agent_knowledge.scope import canonical_json
 from agent_knowledge_dev.admin import AdminError
 
 DEFAULT_TASK_TTL = 86_400

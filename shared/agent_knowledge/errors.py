@@ -1,6 +1,6 @@
 """Domain errors. They carry a protocol error code and a short, safe message.
 
-HTTP statuses live in `agent_knowledge.http`, not here: the domain does not know it is
+HTTP statuses live in `agent_knowledge.runtime.http`, not here: the domain does not know it is
 served over HTTP. Messages never contain bodies, tokens, keys or storage details.
 """
 

@@ -1,6 +1,6 @@
 """API models: one pydantic model per request and per response.
 
-Requests forbid unknown fields. Responses are serialized with `agent_knowledge.jsonbytes`
+Requests forbid unknown fields. Responses are serialized with `agent_knowledge.wire`
 so that byte budgets are measured on exactly the bytes sent.
 """
 

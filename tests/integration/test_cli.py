@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from agent_knowledge.errors import Unauthorized
-from agent_knowledge.identity import revalidate
+from agent_knowledge.identity.caller import revalidate
 from agent_knowledge.repositories import Repositories, default_repositories
 from agent_knowledge_dev import cli
 from agent_knowledge_dev.commands import Command
@@ -261,7 +261,7 @@ def test_a_new_subcommand_is_one_table_entry(run, capsys):
 
 def test_moto_speedups_change_no_answer():
     """The local stack's moto fast paths give exactly what moto's own serializer gives."""
-    from agent_knowledge import aws
+    from agent_knowledge.repositories import aws
     from agent_knowledge_dev import moto_speedups
 
     dynamodb = aws.client("dynamodb")

@@ -7,7 +7,7 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 
 from agent_knowledge.errors import KnowledgeUnavailable
-from agent_knowledge.ingest import IngestError, Ingestor
+from agent_knowledge.ingest.documents import IngestError, Ingestor
 from agent_knowledge.repositories.bodies import BodyMissing
 from agent_knowledge.repositories.documents import document_id
 from agent_knowledge.retrieval.snapshots import snapshot_key

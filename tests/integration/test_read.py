@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from agent_knowledge import jsonbytes
+from agent_knowledge import wire
 from agent_knowledge.records import AgentClientSettings
 from agent_knowledge.repositories.documents import document_id
 from agent_knowledge_dev import admin
@@ -200,7 +200,7 @@ def test_kb_disabled_is_scope_changed(call, library):
 
 
 def _ingestor(library):
-    from agent_knowledge.ingest import Ingestor
+    from agent_knowledge.ingest.documents import Ingestor
 
     return Ingestor(library.repositories, clock=library.clock)
 
@@ -298,8 +298,8 @@ def test_disabled_client_or_route_mid_chain_is_404(call, library):
 
 
 def test_rotating_the_server_token_invalidates_references(call, library):
-    from agent_knowledge import aws
-    from agent_knowledge.server_token import reset_codec
+    from agent_knowledge.references.server_token import reset_codec
+    from agent_knowledge.repositories import aws
 
     ref = search_ref(call, "receipt")
     aws.client("secretsmanager").put_secret_value(
@@ -316,4 +316,4 @@ def test_error_bodies_carry_no_content_or_tokens(call, library):
     result = read(call, {"ref": ref})
     assert ref not in result.body and "receipt" not in result.body.lower()
     assert set(result.json()) == {"error", "message"}
-    assert len(jsonbytes.dumps(result.json())) < 200
+    assert len(wire.dumps(result.json())) < 200

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from agent_knowledge.errors import KnowledgeUnavailable
-from agent_knowledge.ingest import Ingestor
+from agent_knowledge.ingest.documents import Ingestor
 from agent_knowledge.records import SourceConfig
 from agent_knowledge.retrieval.snapshots import index_cache, snapshot_key
 from agent_knowledge_dev.admin import create_knowledge_base

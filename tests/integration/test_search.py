@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from agent_knowledge import jsonbytes
+from agent_knowledge import wire
 from agent_knowledge.records import KnowledgeConfig, SourceConfig
-from agent_knowledge.references import document_digest, identity_digest, scope_digest
+from agent_knowledge.references.binding import document_digest, identity_digest, scope_digest
 from agent_knowledge_dev import admin
 from agent_knowledge_dev.demo import DEMO_KB, DEMO_ROUTE
 from tests.support.events import load_event, with_changes
@@ -217,8 +217,8 @@ def test_the_response_stays_within_4096_bytes_for_adversarial_documents(call, de
 
 
 def test_references_bind_the_caller_scope_and_document(call, library):
+    from agent_knowledge.references.server_token import default_codec
     from agent_knowledge.repositories.documents import document_id
-    from agent_knowledge.server_token import default_codec
 
     body = call("search", load_event("search-english-query")).json()
     claims = default_codec().open_reference(body["hints"][0]["ref"])
@@ -227,7 +227,7 @@ def test_references_bind_the_caller_scope_and_document(call, library):
     assert claims.document == document_digest(document)
     assert claims.scope == scope_digest(body["knowledge_scope_revision"])
     assert claims.expires_at == int(library.clock()) + 300
-    from agent_knowledge.identity import revalidate
+    from agent_knowledge.identity.caller import revalidate
     from agent_knowledge_dev.demo import DEMO_TOKEN
 
     caller = revalidate(library.repositories, bearer(DEMO_TOKEN), DEMO_ROUTE, library.clock())
@@ -247,7 +247,7 @@ def _with_run(event, run_id):
 
 
 def test_run_bound_search_returns_the_run_id_and_binds_refs_to_it(call, library):
-    from agent_knowledge.server_token import default_codec
+    from agent_knowledge.references.server_token import default_codec
 
     session_id, event = _session_event(library)
     create_run(library.repositories, session_id, library.clock(), run_id="run_a")
@@ -329,9 +329,9 @@ def test_task_required_session_needs_a_task_run(call, library):
 
 
 def test_server_preparation_may_search_under_a_preparing_run(library):
-    from agent_knowledge.identity import revalidate
-    from agent_knowledge.run_access import authorize_run
-    from agent_knowledge.search import search_knowledge
+    from agent_knowledge.identity.caller import revalidate
+    from agent_knowledge.identity.runs import authorize_run
+    from agent_knowledge.knowledge.search import search_knowledge
 
     session_id, token = new_session(library.repositories, library.clock())
     create_run(library.repositories, session_id, library.clock(), run_id="run_prep", state="preparing")
@@ -340,7 +340,7 @@ def test_server_preparation_may_search_under_a_preparing_run(library):
     run = authorize_run(library.repositories, caller, "run_prep", library.clock(), allow_preparing=True)
     outcome = search_knowledge(deps, caller, "vacation", 3, run)
     assert outcome.response.run_id == "run_prep" and outcome.response.hints
-    assert len(jsonbytes.dumps(outcome.response).encode("utf-8")) <= 4096
+    assert len(wire.dumps(outcome.response).encode("utf-8")) <= 4096
 
 
 def test_search_creates_no_runs_or_other_writes(call, library):

@@ -7,8 +7,9 @@ import threading
 
 import pytest
 
-from agent_knowledge import aws, jsonbytes
+from agent_knowledge import wire
 from agent_knowledge.errors import KnowledgeUnavailable
+from agent_knowledge.repositories import aws
 from agent_knowledge.settings import get_settings, reset_settings
 from agent_knowledge_dev.demo import DEMO_KB, DEMO_ROUTE, FOREIGN_ROUTE
 from tests.support.events import load_event, with_changes
@@ -138,7 +139,7 @@ def test_on_demand_sends_no_bodies_and_bounded_run_bound_hints(call, library):
     assert 1 <= len(delivery["hints"]) <= 3
     for hint in delivery["hints"]:
         assert set(hint) == {"ref", "title", "summary", "revision", "score", "expires_at"}
-    assert jsonbytes.size(delivery) <= 4096
+    assert wire.size(delivery) <= 4096
     assert "Employees accrue" not in result.body or "Employees accrue" in delivery["hints"][0]["summary"]
 
 
@@ -149,7 +150,7 @@ def test_on_demand_hints_stay_within_4096_bytes_for_long_chunks(call, library):
     result = turn(call, turn_body("turns-on-demand", user_input="年假 申请"))
     delivery = result.json()["context"]["knowledge_delivery"]
     assert len(delivery["hints"]) == 3 and delivery["truncated"] is True
-    assert jsonbytes.size(delivery) <= 4096
+    assert wire.size(delivery) <= 4096
 
 
 @pytest.mark.parametrize("event", ["turns-inline", "turns-on-demand"])
@@ -337,7 +338,7 @@ def test_concurrent_identical_turns_create_exactly_one_run(call, library):
 
 
 def test_a_failed_preparation_is_taken_over_by_the_retry_with_the_same_run(call, library, monkeypatch):
-    from agent_knowledge import turns
+    from agent_knowledge.turns import start as turns
 
     original = turns.prepare_context
     calls = []
@@ -359,7 +360,7 @@ def test_a_failed_preparation_is_taken_over_by_the_retry_with_the_same_run(call,
 
 
 def test_a_preparer_that_stopped_is_taken_over_after_its_lease(call, library, monkeypatch):
-    from agent_knowledge import turns
+    from agent_knowledge.turns import start as turns
 
     original = turns.prepare_context
     stopped = []
@@ -402,7 +403,7 @@ def test_inline_refs_are_run_bound_too(call, library):
 
 
 def test_public_search_and_read_refuse_the_run_while_it_is_preparing(call, library, monkeypatch):
-    from agent_knowledge import turns
+    from agent_knowledge.turns import start as turns
 
     original = turns.prepare_context
     seen = {}

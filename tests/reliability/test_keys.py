@@ -7,10 +7,10 @@ from __future__ import annotations
 
 import pytest
 
-from agent_knowledge import aws
+from agent_knowledge.knowledge.search import iso_utc
 from agent_knowledge.records import KnowledgeConfig, SourceConfig
-from agent_knowledge.search import iso_utc
-from agent_knowledge.server_token import reset_codec
+from agent_knowledge.references.server_token import reset_codec
+from agent_knowledge.repositories import aws
 from agent_knowledge_dev import admin
 from agent_knowledge_dev.demo import DEMO_CLIENT, DEMO_KB, DEMO_ROUTE, DEMO_TOKEN
 from tests.support.events import load_event, with_changes

@@ -67,7 +67,7 @@ def test_the_session_scanner_learns_what_the_code_issues(call, demo):
 
 
 def test_traced_handlers_never_capture_responses(monkeypatch):
-    from agent_knowledge import observability
+    from agent_knowledge.runtime import observability
 
     seen: list[dict] = []
 
@@ -83,7 +83,7 @@ def test_traced_handlers_never_capture_responses(monkeypatch):
 
 
 def test_every_function_handler_is_traced_by_the_non_capturing_wrapper():
-    from agent_knowledge.observability import traced
+    from agent_knowledge.runtime.observability import traced
     from tests.support.events import FUNCTIONS, load_function
 
     marker = traced(lambda event, context: {}).__code__

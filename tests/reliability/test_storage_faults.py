@@ -12,9 +12,9 @@ import json
 
 import pytest
 
-from agent_knowledge import aws
+from agent_knowledge.references.server_token import reset_codec
+from agent_knowledge.repositories import aws
 from agent_knowledge.retrieval.snapshots import index_cache, snapshot_key
-from agent_knowledge.server_token import reset_codec
 from agent_knowledge_dev.demo import DEMO_KB
 from tests.reliability.conftest import OTHER_KB
 from tests.reliability.faults import FAULTS, Fault

@@ -129,7 +129,7 @@ def _worst_case_seconds(config) -> float:
 
 @pytest.mark.parametrize("service", ["dynamodb", "s3", "secretsmanager"])
 def test_one_aws_call_gives_up_before_the_function_times_out(service):
-    from agent_knowledge import aws
+    from agent_knowledge.repositories import aws
 
     config = aws.client(service).meta.config
     assert config.retries["mode"] == "standard"

@@ -15,7 +15,7 @@ import base64
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from agent_knowledge.tokens import (
+from agent_knowledge.references.codec import (
     DIGEST_BYTES,
     CursorClaims,
     Purpose,

@@ -10,7 +10,7 @@ from agent_knowledge_dev.demo import DEMO_CLIENT, DEMO_ROUTE
 
 def put_documents(repositories: Repositories, kb_id: str, documents: dict[str, tuple[str, str]], now: float) -> None:
     """documents: source_key → (title, markdown body); the index is rebuilt once at the end."""
-    from agent_knowledge.ingest import Ingestor
+    from agent_knowledge.ingest.documents import Ingestor
 
     ingestor = Ingestor(repositories, clock=lambda: now)
     for source_key, (title, body) in documents.items():

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
+from agent_knowledge.identity.scope import Scope
 from agent_knowledge.records import KnowledgeConfig, SourceConfig
 from agent_knowledge.retrieval import RetrievalResult, retrieve
-from agent_knowledge.scope import Scope
 
 
 def scope_of(stack, kb_ids: list[str], **config) -> Scope:

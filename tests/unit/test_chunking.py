@@ -3,7 +3,7 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from agent_knowledge.chunking import MAX_SENTENCE_CHARS, TARGET_CHARS, byte_offsets, chunk_text
+from agent_knowledge.ingest.chunking import MAX_SENTENCE_CHARS, TARGET_CHARS, byte_offsets, chunk_text
 
 
 def test_short_body_is_one_chunk_without_surrounding_whitespace() -> None:

@@ -2,8 +2,8 @@ from __future__ import annotations
 
 import pytest
 
-from agent_knowledge.document_content import MAX_BODY_BYTES, IngestError, prepare_document
 from agent_knowledge.errors import InvalidRequest
+from agent_knowledge.ingest.content import MAX_BODY_BYTES, IngestError, prepare_document
 
 
 def test_revision_is_stable_for_identical_content() -> None:

@@ -6,8 +6,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from agent_knowledge import jsonbytes
-from agent_knowledge.read_budget import READ_CHAIN_MAX_BYTES, decode_window, plan_page, window_end
+from agent_knowledge import wire
+from agent_knowledge.knowledge.read_budget import READ_CHAIN_MAX_BYTES, decode_window, plan_page, window_end
 
 CURSOR_LENGTH = 64
 ENVELOPE = {
@@ -78,10 +78,10 @@ def test_chain_invariants(body, max_bytes):
     assert data.startswith(served)
     assert len(served) <= READ_CHAIN_MAX_BYTES
     for page in pages:
-        assert len(jsonbytes.dumps(page).encode("utf-8")) <= max_bytes
+        assert len(wire.dumps(page).encode("utf-8")) <= max_bytes
     for page in pages[:-1]:
         assert page["truncated"] is True and page["budget_exhausted"] is False and page["next_cursor"]
-        assert len(jsonbytes.dumps(page).encode("utf-8")) >= 0.9 * max_bytes
+        assert len(wire.dumps(page).encode("utf-8")) >= 0.9 * max_bytes
     last = pages[-1]
     assert last["next_cursor"] is None
     if len(data) <= READ_CHAIN_MAX_BYTES:
@@ -97,7 +97,7 @@ def test_chain_invariants(body, max_bytes):
 def test_pages_of_one_character_kind_fill_the_budget(char, max_bytes):
     pages = read_chain(char * 200_000, max_bytes)
     for page in pages[:-1]:
-        size = len(jsonbytes.dumps(page).encode("utf-8"))
+        size = len(wire.dumps(page).encode("utf-8"))
         assert max_bytes - 6 <= size <= max_bytes
     assert pages[-1]["budget_exhausted"] is True
 

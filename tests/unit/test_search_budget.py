@@ -5,8 +5,8 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from agent_knowledge import jsonbytes
-from agent_knowledge.search_budget import HintDraft, excerpt, fit_search_response
+from agent_knowledge import wire
+from agent_knowledge.knowledge.search_budget import HintDraft, excerpt, fit_search_response
 
 ENVELOPE = {
     "schema_version": "bailing.agent-knowledge-search.v1",
@@ -38,7 +38,7 @@ def draft(title: str, chunk: str, terms: tuple[str, ...] = ()) -> HintDraft:
 def respond(drafts: list[HintDraft]) -> tuple[dict, bytes]:
     hints, truncated = fit_search_response(ENVELOPE, drafts)
     response = {**ENVELOPE, "hints": hints, "truncated": truncated}
-    return response, jsonbytes.dumps(response).encode("utf-8")
+    return response, wire.dumps(response).encode("utf-8")
 
 
 @settings(max_examples=150, deadline=None)

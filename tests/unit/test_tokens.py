@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from agent_knowledge.tokens import (
+from agent_knowledge.references.codec import (
     DIGEST_BYTES,
     TTL_SECONDS,
     CursorClaims,

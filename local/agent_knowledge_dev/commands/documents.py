@@ -29,7 +29,7 @@ def _put_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _ingestor(arguments: argparse.Namespace, kb_id: str) -> Any:
-    from agent_knowledge.ingest import Ingestor
+    from agent_knowledge.ingest.documents import Ingestor
     from agent_knowledge_dev.admin import require_knowledge_base
 
     repositories = connect(arguments)

@@ -59,8 +59,7 @@ def _run(arguments: argparse.Namespace) -> int:
 def _invoke_in_process(route: Any, event: dict[str, Any]) -> Any:
     from moto import mock_aws
 
-    from agent_knowledge import aws
-    from agent_knowledge.repositories import default_repositories
+    from agent_knowledge.repositories import aws, default_repositories
     from agent_knowledge_dev import moto_speedups
     from agent_knowledge_dev.demo import seed_demo, seed_sample_documents
     from agent_knowledge_dev.functions import LocalContext, function_logs_to_stderr, load_handler

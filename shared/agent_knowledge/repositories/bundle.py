@@ -7,7 +7,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from agent_knowledge import aws
+from agent_knowledge.repositories import aws
 from agent_knowledge.repositories.bodies import BodyStore
 from agent_knowledge.repositories.config import (
     ClientRepository,

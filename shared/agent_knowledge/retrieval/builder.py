@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import tantivy
 
 from agent_knowledge.retrieval import schema as fields
-from agent_knowledge.tokenize import cjk_unigrams, word_tokens
+from agent_knowledge.retrieval.analyzer import cjk_unigrams, word_tokens
 
 WRITER_HEAP_BYTES = 64_000_000
 _LOCK_FILES = {".tantivy-writer.lock", ".tantivy-meta.lock"}

@@ -18,7 +18,7 @@ from typing import Any
 import tantivy
 
 from agent_knowledge.retrieval import schema as fields
-from agent_knowledge.tokenize import (
+from agent_knowledge.retrieval.analyzer import (
     QueryTokens,
     cjk_spans,
     is_cjk,

@@ -32,7 +32,7 @@ BM25_K1 = 1.2
 
 
 def _words(stop_words: bool) -> tantivy.TextAnalyzer:
-    # Tokens arrive space-separated from agent_knowledge.tokenize, so a whitespace tokenizer
+    # Tokens arrive space-separated from agent_knowledge.retrieval.analyzer, so a whitespace tokenizer
     # keeps them one for one (before stop words are dropped).
     builder = tantivy.TextAnalyzerBuilder(tantivy.Tokenizer.whitespace()).filter(tantivy.Filter.lowercase())
     if stop_words:

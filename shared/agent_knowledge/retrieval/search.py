@@ -5,14 +5,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from agent_knowledge.errors import KnowledgeError
-from agent_knowledge.observability import logger
+from agent_knowledge.identity.scope import Scope
 from agent_knowledge.records import DocumentRecord, KnowledgeConfig
 from agent_knowledge.repositories import Repositories
 from agent_knowledge.repositories.bodies import BodyMissing
+from agent_knowledge.retrieval.analyzer import query_tokens
 from agent_knowledge.retrieval.kb_index import AnalyzedQuery, IndexHit
 from agent_knowledge.retrieval.snapshots import IndexCache, IndexUnavailable, index_cache
-from agent_knowledge.scope import Scope
-from agent_knowledge.tokenize import query_tokens
+from agent_knowledge.runtime.observability import logger
 
 
 @dataclass(frozen=True)

@@ -20,8 +20,8 @@ from typing import Any, TypeVar
 from aws_lambda_powertools.event_handler import APIGatewayHttpResolver, Response
 from pydantic import BaseModel, ValidationError
 
-from agent_knowledge import errors, jsonbytes
-from agent_knowledge.observability import logger
+from agent_knowledge import errors, wire
+from agent_knowledge.runtime.observability import logger
 
 MAX_BODY_BYTES = 64 * 1024
 JSON = "application/json"
@@ -53,7 +53,7 @@ def status_of(error: errors.KnowledgeError) -> int:
 
 
 def json_response(status: int, body: BaseModel | dict[str, Any], headers: dict[str, str] | None = None) -> Response:
-    return Response(status_code=status, content_type=JSON, body=jsonbytes.dumps(body), headers=headers)
+    return Response(status_code=status, content_type=JSON, body=wire.dumps(body), headers=headers)
 
 
 def error_response(status: int, code: str, message: str) -> Response:

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from agent_knowledge.identity import Caller
+from agent_knowledge.identity.caller import Caller
+from agent_knowledge.identity.workspace import load_scope
 from agent_knowledge.models import CapabilitiesResponse
 from agent_knowledge.repositories import Repositories
-from agent_knowledge.workspace import load_scope
 
 
 def describe_capabilities(repositories: Repositories, caller: Caller) -> CapabilitiesResponse:

@@ -12,7 +12,7 @@ task-required may only use knowledge through such a run.
 from __future__ import annotations
 
 from agent_knowledge.errors import RunNotFound, RunNotReady, TaskNotActive
-from agent_knowledge.identity import Caller
+from agent_knowledge.identity.caller import Caller
 from agent_knowledge.records import RunRecord, TaskRecord
 from agent_knowledge.repositories import Repositories
 

@@ -16,20 +16,21 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from agent_knowledge import jsonbytes
-from agent_knowledge.dependencies import Dependencies
+from agent_knowledge import wire
 from agent_knowledge.errors import KnowledgeUnavailable
-from agent_knowledge.identity import Caller
+from agent_knowledge.identity.caller import Caller
+from agent_knowledge.identity.scope import Scope
+from agent_knowledge.identity.workspace import load_scope
+from agent_knowledge.knowledge.read_budget import decode_window
+from agent_knowledge.knowledge.search import iso_utc, search_knowledge, status_of
+from agent_knowledge.knowledge.search_budget import SEARCH_MAX_BYTES, shrink_to_fit
 from agent_knowledge.models import LIMITS, Hint, SearchStatus
-from agent_knowledge.read_budget import decode_window
 from agent_knowledge.records import RunRecord
-from agent_knowledge.references import reference_claims
+from agent_knowledge.references.binding import reference_claims
 from agent_knowledge.repositories.bodies import SHA256_METADATA, BodyMissing
 from agent_knowledge.retrieval import RetrievedDocument, retrieve
-from agent_knowledge.scope import Scope
-from agent_knowledge.search import iso_utc, search_knowledge, status_of
-from agent_knowledge.search_budget import SEARCH_MAX_BYTES, shrink_to_fit
-from agent_knowledge.turn_models import (
+from agent_knowledge.runtime.container import Dependencies
+from agent_knowledge.turns.models import (
     INLINE_CONTENT_MAX_CHARS,
     KnowledgeDelivery,
     KnowledgeDeliveryContext,
@@ -38,7 +39,6 @@ from agent_knowledge.turn_models import (
     TurnContext,
     TurnResponse,
 )
-from agent_knowledge.workspace import load_scope
 
 QUERY_MAX_CHARS = 2000
 # A UTF-8 character is at most 4 bytes: this many bytes always hold the first 8,000 characters.
@@ -120,7 +120,7 @@ def on_demand_delivery(
         truncated=outcome.response.truncated,
     )
     # The search response fit 4096 bytes; this envelope is about as large. Guarantee the bound.
-    if jsonbytes.size(delivery) > SEARCH_MAX_BYTES:
+    if wire.size(delivery) > SEARCH_MAX_BYTES:
         fitted = shrink_to_fit(delivery.wire())
         delivery = delivery.model_copy(
             update={"hints": [Hint(**hint) for hint in fitted["hints"]], "truncated": fitted["truncated"]}

@@ -13,20 +13,20 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-from agent_knowledge.clock import Clock, system_clock
-from agent_knowledge.document_content import (
+from agent_knowledge.errors import KnowledgeError, KnowledgeUnavailable
+from agent_knowledge.ingest.content import (
     MAX_BODY_BYTES,
     MEDIA_TYPES,
     IngestError,
     PreparedDocument,
     prepare_document,
 )
-from agent_knowledge.errors import KnowledgeError, KnowledgeUnavailable
+from agent_knowledge.ingest.index_rebuild import RecentChunks, rebuild_kb_index
 from agent_knowledge.records import DocumentRecord
 from agent_knowledge.repositories import Repositories
 from agent_knowledge.repositories.bodies import body_key
 from agent_knowledge.repositories.documents import document_id
-from agent_knowledge.retrieval.rebuild import RecentChunks, rebuild_kb_index
+from agent_knowledge.runtime.clock import Clock, system_clock
 
 __all__ = ["MAX_BODY_BYTES", "MEDIA_TYPES", "IngestError", "IngestOutcome", "IngestResult", "Ingestor"]
 

@@ -12,8 +12,8 @@ import codecs
 from dataclasses import dataclass
 from typing import Any
 
-from agent_knowledge import jsonbytes
-from agent_knowledge.escaping import longest_prefix_within, text_cost
+from agent_knowledge import wire
+from agent_knowledge.wire import longest_prefix_within, text_cost
 
 READ_CHAIN_MAX_BYTES = 131072
 
@@ -56,7 +56,7 @@ def plan_page(
     exhausted = permitted_end < total
 
     def size_with(content: str, cursor: str | None, truncated: bool, budget_exhausted: bool) -> int:
-        return jsonbytes.size(
+        return wire.size(
             {
                 **response_without_content,
                 "content": content,

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from agent_knowledge.identity import Caller
+from agent_knowledge.identity.caller import Caller
+from agent_knowledge.identity.scope import Scope, source_kb_ids
 from agent_knowledge.repositories import Repositories
-from agent_knowledge.scope import Scope, source_kb_ids
 
 
 def load_scope(repositories: Repositories, caller: Caller) -> Scope:

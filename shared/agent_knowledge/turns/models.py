@@ -1,6 +1,6 @@
 """API models of turns and run completion (schema `bailing.agent-turn-context.v1`).
 
-Requests forbid unknown fields; responses are serialized with `agent_knowledge.jsonbytes`.
+Requests forbid unknown fields; responses are serialized with `agent_knowledge.wire`.
 """
 
 from __future__ import annotations

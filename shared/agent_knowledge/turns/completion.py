@@ -15,13 +15,13 @@ from __future__ import annotations
 import hashlib
 import hmac
 
-from agent_knowledge.dependencies import Dependencies
 from agent_knowledge.errors import RunNotFound, RunNotReady, TurnConflict, WorkspaceNotFound
-from agent_knowledge.identity import revalidate
+from agent_knowledge.identity.caller import revalidate
+from agent_knowledge.identity.scope import canonical_json
 from agent_knowledge.records import RunRecord
 from agent_knowledge.repositories.turns import CompletionClaim
-from agent_knowledge.scope import canonical_json
-from agent_knowledge.turn_models import CompleteRunRequest, CompleteRunResponse
+from agent_knowledge.runtime.container import Dependencies
+from agent_knowledge.turns.models import CompleteRunRequest, CompleteRunResponse
 
 # Not a valid route name (see identity._ROUTE): revalidation checks the bearer, then fails with 404.
 _NO_ROUTE = "-"

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import hmac
 
-from agent_knowledge.dependencies import Dependencies
 from agent_knowledge.errors import (
     KnowledgeChanged,
     KnowledgeUnavailable,
@@ -19,13 +18,13 @@ from agent_knowledge.errors import (
     ReferenceInvalid,
     ScopeChanged,
 )
-from agent_knowledge.identity import Caller
+from agent_knowledge.identity.caller import Caller
+from agent_knowledge.identity.workspace import load_scope
+from agent_knowledge.knowledge.read_budget import READ_CHAIN_MAX_BYTES, decode_window, plan_page, window_end
 from agent_knowledge.models import ReadRequest, ReadResponse
-from agent_knowledge.read_budget import READ_CHAIN_MAX_BYTES, decode_window, plan_page, window_end
 from agent_knowledge.records import DocumentRecord
-from agent_knowledge.references import document_digest, identity_digest, scope_digest
-from agent_knowledge.repositories.bodies import SHA256_METADATA, BodyMissing, BodyReplaced
-from agent_knowledge.tokens import (
+from agent_knowledge.references.binding import document_digest, identity_digest, scope_digest
+from agent_knowledge.references.codec import (
     CursorClaims,
     ReferenceClaims,
     TokenCodec,
@@ -34,7 +33,8 @@ from agent_knowledge.tokens import (
     ensure_fresh,
     reference_digest,
 )
-from agent_knowledge.workspace import load_scope
+from agent_knowledge.repositories.bodies import SHA256_METADATA, BodyMissing, BodyReplaced
+from agent_knowledge.runtime.container import Dependencies
 
 
 def _open_tokens(codec: TokenCodec, request: ReadRequest) -> tuple[ReferenceClaims, CursorClaims | None]:

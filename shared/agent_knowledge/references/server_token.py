@@ -1,6 +1,6 @@
 """The existing server token, read from Secrets Manager once per container and never logged.
 
-References and cursors are signed with sub-keys derived from it (`agent_knowledge.tokens`).
+References and cursors are signed with sub-keys derived from it (`agent_knowledge.references.codec`).
 Rotating the secret invalidates every outstanding reference once containers pick up the new
 value (new containers read it at their first signing or verification).
 """
@@ -9,11 +9,11 @@ from __future__ import annotations
 
 import threading
 
-from agent_knowledge import aws
 from agent_knowledge.errors import KnowledgeUnavailable
+from agent_knowledge.references.codec import TokenCodec
+from agent_knowledge.repositories import aws
 from agent_knowledge.repositories.dynamo import storage_errors
 from agent_knowledge.settings import get_settings
-from agent_knowledge.tokens import TokenCodec
 
 _lock = threading.Lock()
 _codec: TokenCodec | None = None

@@ -13,8 +13,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from agent_knowledge import jsonbytes
-from agent_knowledge.escaping import longest_prefix_within, prefix_costs, text_cost
+from agent_knowledge import wire
+from agent_knowledge.wire import longest_prefix_within, prefix_costs, text_cost
 
 SEARCH_MAX_BYTES = 4096
 MIN_SUMMARY_BYTES = 48
@@ -89,7 +89,7 @@ def excerpt(text: str, terms: tuple[str, ...], budget: int) -> str:
 
 
 def _envelope_size(envelope: dict[str, Any], hints: list[dict[str, Any]]) -> int:
-    return jsonbytes.size({**envelope, "hints": hints})
+    return wire.size({**envelope, "hints": hints})
 
 
 def _share(wants: list[int], available: int) -> list[int]:
@@ -164,6 +164,6 @@ def fit_search_response(
 
 def shrink_to_fit(response: dict[str, Any], max_bytes: int = SEARCH_MAX_BYTES) -> dict[str, Any]:
     """Last line of defence: drop hints until the serialized response fits (never expected to act)."""
-    while jsonbytes.size(response) > max_bytes and response.get("hints"):
+    while wire.size(response) > max_bytes and response.get("hints"):
         response = {**response, "hints": response["hints"][:-1], "truncated": True}
     return response

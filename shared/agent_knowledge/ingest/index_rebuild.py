@@ -6,14 +6,14 @@ import threading
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 
-from agent_knowledge.document_content import IngestError, chunk_digest
 from agent_knowledge.errors import KnowledgeUnavailable
-from agent_knowledge.observability import logger
+from agent_knowledge.ingest.content import IngestError, chunk_digest
 from agent_knowledge.records import DocumentRecord
 from agent_knowledge.repositories import Repositories
 from agent_knowledge.repositories.bodies import BodyMissing
 from agent_knowledge.retrieval.builder import IndexedChunk, build_snapshot, read_chunks
 from agent_knowledge.retrieval.snapshots import publish, snapshot_key
+from agent_knowledge.runtime.observability import logger
 
 MAX_CLAIM_ATTEMPTS = 50
 BODY_READERS = 8

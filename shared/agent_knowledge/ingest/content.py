@@ -10,9 +10,9 @@ import hashlib
 import json
 from dataclasses import dataclass
 
-from agent_knowledge.chunking import Chunk, byte_offsets, chunk_text
 from agent_knowledge.errors import InvalidRequest
-from agent_knowledge.html_text import html_to_text
+from agent_knowledge.ingest.chunking import Chunk, byte_offsets, chunk_text
+from agent_knowledge.ingest.html_text import html_to_text
 
 MEDIA_TYPES = ("text/markdown", "text/plain", "text/html")
 MAX_BODY_BYTES = 5 * 1024 * 1024

@@ -6,9 +6,9 @@ caller, the route's current scope and the current document record, and compares.
 
 from __future__ import annotations
 
-from agent_knowledge.identity import Caller
+from agent_knowledge.identity.caller import Caller
 from agent_knowledge.records import DocumentRecord
-from agent_knowledge.tokens import ReferenceClaims, digest
+from agent_knowledge.references.codec import ReferenceClaims, digest
 
 
 def identity_digest(caller: Caller, run_id: str | None) -> bytes:

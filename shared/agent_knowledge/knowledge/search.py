@@ -10,16 +10,16 @@ import time
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
-from agent_knowledge.dependencies import Dependencies
-from agent_knowledge.identity import Caller
+from agent_knowledge.identity.caller import Caller
+from agent_knowledge.identity.scope import Scope
+from agent_knowledge.identity.workspace import load_scope
+from agent_knowledge.knowledge.search_budget import HintDraft, fit_search_response, shrink_to_fit
 from agent_knowledge.models import Hint, SearchResponse, SearchStatus
-from agent_knowledge.observability import metrics
 from agent_knowledge.records import RunRecord
-from agent_knowledge.references import reference_claims
+from agent_knowledge.references.binding import reference_claims
 from agent_knowledge.retrieval import RetrievalResult, retrieve
-from agent_knowledge.scope import Scope
-from agent_knowledge.search_budget import HintDraft, fit_search_response, shrink_to_fit
-from agent_knowledge.workspace import load_scope
+from agent_knowledge.runtime.container import Dependencies
+from agent_knowledge.runtime.observability import metrics
 
 
 def iso_utc(epoch_seconds: int) -> str:

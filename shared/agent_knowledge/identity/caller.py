@@ -14,8 +14,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from agent_knowledge.audience import admits
 from agent_knowledge.errors import Unauthorized, WorkspaceNotFound
+from agent_knowledge.identity.audience import admits
 from agent_knowledge.records import ClientRecord, Principal, RouteRecord, SessionRecord
 from agent_knowledge.repositories import Repositories
 

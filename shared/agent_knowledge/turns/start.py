@@ -23,17 +23,17 @@ import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 
-from agent_knowledge import jsonbytes
-from agent_knowledge.dependencies import Dependencies
+from agent_knowledge import wire
 from agent_knowledge.errors import KnowledgeUnavailable, RunNotReady, TaskNotActive, TurnConflict
-from agent_knowledge.identity import Caller
-from agent_knowledge.observability import logger, metrics
+from agent_knowledge.identity.caller import Caller
+from agent_knowledge.identity.runs import ensure_task_usable
+from agent_knowledge.identity.scope import canonical_json
 from agent_knowledge.records import RunRecord
 from agent_knowledge.repositories.turns import TurnClaim
-from agent_knowledge.run_access import ensure_task_usable
-from agent_knowledge.scope import canonical_json
-from agent_knowledge.turn_models import TaskBinding, TurnRequest
-from agent_knowledge.turns_context import prepare_context
+from agent_knowledge.runtime.container import Dependencies
+from agent_knowledge.runtime.observability import logger, metrics
+from agent_knowledge.turns.context import prepare_context
+from agent_knowledge.turns.models import TaskBinding, TurnRequest
 
 # A preparer that has not finished within this time is presumed gone; a replay may take over.
 LEASE_SECONDS = 30
@@ -171,7 +171,7 @@ def _prepare(
             if existing is None or existing.state not in {"preparing", "context_ready"}:
                 raise RunNotReady()
             run = existing
-        body = jsonbytes.dumps(prepare_context(deps, caller, run, request.user_input, request.knowledge_delivery))
+        body = wire.dumps(prepare_context(deps, caller, run, request.user_input, request.knowledge_delivery))
         if not repositories.runs.transition(run.run_id, "preparing", "context_ready"):
             current = repositories.runs.get(run.run_id)
             if current is None or current.state != "context_ready":

@@ -9,10 +9,10 @@ import functools
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from agent_knowledge.clock import Clock, system_clock
+from agent_knowledge.references.codec import TokenCodec
+from agent_knowledge.references.server_token import default_codec
 from agent_knowledge.repositories import Repositories, default_repositories
-from agent_knowledge.server_token import default_codec
-from agent_knowledge.tokens import TokenCodec
+from agent_knowledge.runtime.clock import Clock, system_clock
 
 
 @dataclass(frozen=True)

@@ -1,4 +1,8 @@
-"""Exact byte cost of text inside our JSON responses (see `jsonbytes`: compact, non-ASCII as is).
+"""Exact JSON bytes of our responses and what text costs inside them.
+
+`dumps` is the one JSON serialization used for responses, so budgets count exactly the bytes
+sent: compact separators, non-ASCII kept as is (a Chinese character costs its 3 UTF-8 bytes, not
+the 6 of a `\\uXXXX` escape), escaping of quotes, backslashes and control characters counted.
 
 Budgets must count escaping: a newline costs 2 bytes, a control character 6, a quote or backslash
 2, a CJK character 3, an emoji 4.
@@ -6,7 +10,32 @@ Budgets must count escaping: a newline costs 2 bytes, a control character 6, a q
 
 from __future__ import annotations
 
+import json
 from itertools import accumulate
+from typing import Any
+
+from pydantic import BaseModel
+
+_encoder = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+
+
+def dumps(value: Any) -> str:
+    if hasattr(value, "wire"):
+        value = value.wire()
+    elif isinstance(value, BaseModel):
+        value = value.model_dump(mode="json")
+    return _encoder.encode(value)
+
+
+def size(value: Any) -> int:
+    """UTF-8 byte length of `dumps(value)`."""
+    return len(dumps(value).encode("utf-8"))
+
+
+def string_size(text: str) -> int:
+    """Bytes `text` takes inside a JSON document, quotes included."""
+    return len(_encoder.encode(text).encode("utf-8"))
+
 
 _SHORT_ESCAPES = {"\b", "\f", "\n", "\r", "\t", '"', "\\"}
 _ASCII_COST = [6 if code < 0x20 else 1 for code in range(128)]

@@ -1,0 +1,1 @@
+"""The three protocol calls — capabilities, search, read — and their byte budgets."""

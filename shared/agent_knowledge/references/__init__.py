@@ -1,0 +1,1 @@
+"""Opaque signed tokens: the codec, what references bind, and the server signing key."""
