@@ -1,4 +1,4 @@
-"""POST read through the handler against moto: paging, the chain, and every error row of DESIGN.md §5."""
+"""POST read through the handler against moto: paging, the chain, and every error row of docs/DESIGN.md §5."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Route audience policy (DESIGN.md §2).
+"""Route audience policy (docs/DESIGN.md §2).
 
 No policy, or `enabled: false`, admits everyone. Otherwise every listed dimension must match:
 AND across dimensions, any-of within a list, `"*"` matches any present value, and an empty or

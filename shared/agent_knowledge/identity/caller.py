@@ -1,4 +1,4 @@
-"""Identity revalidation, run on every call (DESIGN.md §2), failing closed.
+"""Identity revalidation, run on every call (docs/DESIGN.md §2), failing closed.
 
 1. token hash → session; not revoked, not expired; access token not expired   → else 401
 2. the session's client exists and is enabled                                   → else 404

@@ -1,4 +1,4 @@
-"""May this caller use knowledge under this run? (DESIGN.md §4)
+"""May this caller use knowledge under this run? (docs/DESIGN.md §4)
 
 A run belongs to one session, client and route. The public endpoints need it `context_ready`
 and unexpired; server-side turn preparation may also use a `preparing` run. A run bound to a

@@ -1,4 +1,4 @@
-"""Knowledge scope revision (DESIGN.md §3).
+"""Knowledge scope revision (docs/DESIGN.md §3).
 
 SHA-256 over the canonical JSON of the route's whole knowledge configuration plus the enabled
 flag of every knowledge base it names, so editing the route or disabling one of its KBs changes

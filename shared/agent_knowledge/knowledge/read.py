@@ -1,6 +1,6 @@
 """Knowledge read: one page of a referenced document's body, revalidated on every call.
 
-Checks, in the protocol's order (DESIGN.md §5): token encoding, MAC, purpose and cursor binding
+Checks, in the protocol's order (docs/DESIGN.md §5): token encoding, MAC, purpose and cursor binding
 (400) → expiry (410) → bound identity and run (400) → scope revision (409 scope changed) →
 document record and content digests (409 knowledge changed). Storage failures anywhere are 503.
 The body is read with a ranged GET of the object recorded at ingest (immutable key per revision,

@@ -1,4 +1,4 @@
-"""Plan one read page: as much body as fits in `max_bytes` of serialized response (DESIGN.md §6).
+"""Plan one read page: as much body as fits in `max_bytes` of serialized response (docs/DESIGN.md §6).
 
 Pure. The caller fetches `window` (body bytes from `offset`, at most `max_bytes` of them and never
 past the chain's limit), and this module decides how much of it goes into the page so that the

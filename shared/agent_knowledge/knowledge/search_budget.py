@@ -1,4 +1,4 @@
-"""Fit a search response into 4096 UTF-8 bytes (DESIGN.md §6), filling the budget well.
+"""Fit a search response into 4096 UTF-8 bytes (docs/DESIGN.md §6), filling the budget well.
 
 Every hint first gets its title and an empty summary; what is left of the budget is shared
 among the summaries (water-filling: a hint whose whole chunk fits gives its unused share to

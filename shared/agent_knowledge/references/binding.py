@@ -1,4 +1,4 @@
-"""What references bind, computed from current state (DESIGN.md §5).
+"""What references bind, computed from current state (docs/DESIGN.md §5).
 
 A reference carries digests; on every read the server recomputes them from the revalidated
 caller, the route's current scope and the current document record, and compares.

@@ -1,4 +1,4 @@
-"""Opaque, expiring, signed tokens: knowledge references and read cursors (DESIGN.md §5).
+"""Opaque, expiring, signed tokens: knowledge references and read cursors (docs/DESIGN.md §5).
 
 Pure: no AWS, no clock of its own (callers pass `now`). Modelled on itsdangerous:
 

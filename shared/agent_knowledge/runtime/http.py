@@ -1,4 +1,4 @@
-"""HTTP surface shared by every function (DESIGN.md §7).
+"""HTTP surface shared by every function (docs/DESIGN.md §7).
 
 - every response carries `Cache-Control: no-store` and `Content-Type: application/json`,
   added to the final result of `app.resolve()` because middleware-added headers do not reach
