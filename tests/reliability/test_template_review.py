@@ -16,9 +16,9 @@ from agent_knowledge_dev.template import load_template
 from tests.support.sam import translate_template
 
 READ_ONLY_FUNCTIONS = ("CapabilitiesFunction", "SearchFunction", "ReadFunction")
-# Verbs that only read. DescribeTable and GetBucketLocation/GetLifecycleConfiguration come with the
-# SAM read policy templates; none of them changes data.
-READ_VERB = re.compile(r"^(Get|List|Describe|Query|Scan|BatchGet)[A-Za-z]*$")
+# Verbs that only read (and no Scan: a query function reads the items it names, never a table).
+# kms:Decrypt, granted only when the secret has a customer-managed key, reads the secret's key.
+READ_VERB = re.compile(r"^(Get|List|Query|BatchGet|Decrypt)[A-Za-z]*$")
 MANAGED_POLICIES = {
     "arn:aws:iam::aws:policy/service-role/AWSLambdaBasicExecutionRole",  # its own log group
     "arn:aws:iam::aws:policy/AWSXrayWriteOnlyAccess",  # Tracing: Active
@@ -31,12 +31,19 @@ def cloudformation():
     return translate_template()
 
 
+def _policies(role: dict) -> list[dict]:
+    """The role's inline policies; a conditional one (`Fn::If`) counts with its policy branch."""
+    policies = []
+    for policy in role["Properties"].get("Policies", []):
+        if "Fn::If" in policy:
+            policies.extend(b for b in policy["Fn::If"][1:] if b != {"Ref": "AWS::NoValue"})
+        else:
+            policies.append(policy)
+    return policies
+
+
 def _statements(role: dict) -> list[dict]:
-    return [
-        statement
-        for policy in role["Properties"].get("Policies", [])
-        for statement in policy["PolicyDocument"]["Statement"]
-    ]
+    return [statement for policy in _policies(role) for statement in policy["PolicyDocument"]["Statement"]]
 
 
 def _listed(value) -> list:
@@ -68,7 +75,7 @@ def test_the_protocol_functions_can_only_read(cloudformation, function):
     assert actions
     for action in actions:
         service, verb = action.split(":", 1)
-        assert service in {"dynamodb", "s3", "secretsmanager"}, action
+        assert service in {"dynamodb", "s3", "secretsmanager", "kms"}, action
         assert READ_VERB.match(verb), action
 
 
