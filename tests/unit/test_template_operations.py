@@ -113,7 +113,7 @@ def test_alarms_cover_the_api_every_function_every_table_and_index_lag(template)
         for metric in ("ReadThrottleEvents", "WriteThrottleEvents"):
             assert ("AWS/DynamoDB", metric, (("TableName", ref(table)),)) in watched, (table, metric)
     # The contract with the indexer (docs/DESIGN.md §10): namespace, name and dimension it emits.
-    lag = ("AgentKnowledge", "IndexLagSeconds", (("service", json.dumps("agent-knowledge")),))
+    lag = ("AgentKnowledge", "IndexLagSeconds", (("Service", json.dumps("agent-knowledge")),))
     assert lag in watched
     for name, alarm in alarms.items():
         assert alarm["Properties"]["TreatMissingData"] == "notBreaching", name
@@ -126,7 +126,7 @@ def test_the_index_lag_contract_is_the_one_the_design_record_states(template):
     from pathlib import Path
 
     design = (Path(__file__).resolve().parents[2] / "docs" / "DESIGN.md").read_text(encoding="utf-8")
-    assert "`IndexLagSeconds`" in design and "`AgentKnowledge`" in design and "`service`" in design
+    assert "`IndexLagSeconds`" in design and "`AgentKnowledge`" in design and "`Service` = `agent-knowledge`" in design
     assert template["Globals"]["Function"]["Environment"]["Variables"]["POWERTOOLS_SERVICE_NAME"] == "agent-knowledge"
     assert (
         template["Globals"]["Function"]["Environment"]["Variables"]["POWERTOOLS_METRICS_NAMESPACE"] == "AgentKnowledge"
