@@ -8,8 +8,6 @@ quadratic.
 
 from __future__ import annotations
 
-import html
-import re
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor, as_completed
@@ -19,19 +17,22 @@ from typing import Any
 
 from agent_knowledge.errors import KnowledgeError
 from agent_knowledge.ingest.documents import MAX_BODY_BYTES
+from agent_knowledge.ingest.source_files import MEDIA_TYPES_BY_SUFFIX as MEDIA_TYPES
+from agent_knowledge.ingest.source_files import media_type_of as media_type_of_name
+from agent_knowledge.ingest.source_files import title_of
 
-MEDIA_TYPES = {
-    ".md": "text/markdown",
-    ".markdown": "text/markdown",
-    ".txt": "text/plain",
-    ".html": "text/html",
-    ".htm": "text/html",
-}
+__all__ = [
+    "MEDIA_TYPES",
+    "BulkSummary",
+    "SourceFile",
+    "discover",
+    "ingest_directory",
+    "media_type_of",
+    "put_file",
+    "title_of",
+]
+
 DEFAULT_WORKERS = 4
-MAX_TITLE_CHARS = 200
-_MARKDOWN_HEADING = re.compile(r"^ {0,3}#{1,6}[ \t]+(.+?)(?:[ \t]+#+)?[ \t]*$", re.MULTILINE)
-_HTML_TITLE = re.compile(r"<title[^>]*>(.*?)</title>|<h1[^>]*>(.*?)</h1>", re.IGNORECASE | re.DOTALL)
-_TAG = re.compile(r"<[^>]+>")
 
 
 @dataclass(frozen=True)
@@ -42,7 +43,7 @@ class SourceFile:
 
 
 def media_type_of(path: Path) -> str | None:
-    return MEDIA_TYPES.get(path.suffix.lower())
+    return media_type_of_name(path.name)
 
 
 def discover(root: Path) -> list[SourceFile]:
@@ -56,19 +57,6 @@ def discover(root: Path) -> list[SourceFile]:
         if media_type:
             files.append(SourceFile(path, relative.as_posix(), media_type))
     return files
-
-
-def title_of(content: bytes, media_type: str, fallback: str) -> str:
-    text = content.decode("utf-8", errors="replace")
-    found = None
-    if media_type == "text/markdown":
-        match = _MARKDOWN_HEADING.search(text)
-        found = match.group(1) if match else None
-    elif media_type == "text/html":
-        match = _HTML_TITLE.search(text)
-        found = html.unescape(_TAG.sub("", match.group(1) or match.group(2))) if match else None
-    title = " ".join((found or "").split()) or fallback
-    return title[:MAX_TITLE_CHARS]
 
 
 @dataclass
