@@ -23,7 +23,8 @@ from pathlib import Path
 from typing import Any
 
 from agent_knowledge.errors import KnowledgeError
-from agent_knowledge.ingest.content import MAX_BODY_BYTES, media_type_of
+from agent_knowledge.ingest.content import MAX_BODY_BYTES
+from agent_knowledge.ingest.source_files import media_type_of
 
 DEFAULT_WORKERS = 4
 # Files larger than this are refused before reading (the ingest refuses the body anyway).

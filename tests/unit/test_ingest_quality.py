@@ -5,8 +5,9 @@ from __future__ import annotations
 import pytest
 
 from agent_knowledge.ingest.chunking import chunk_text
-from agent_knowledge.ingest.content import IngestError, declared_charset, media_type_of, prepare_document
+from agent_knowledge.ingest.content import IngestError, declared_charset, prepare_document
 from agent_knowledge.ingest.markdown import headings
+from agent_knowledge.ingest.source_files import media_type_of, title_of
 from agent_knowledge.ingest.titles import document_title, source_key_title
 
 # --- decoding ---------------------------------------------------------------------------------
@@ -186,3 +187,10 @@ def test_a_given_title_wins_and_none_means_found_in_the_document() -> None:
 
 def test_a_long_found_title_is_cut_to_fit() -> None:
     assert len(prepare_document(None, "# " + "word " * 100, "text/markdown", "k.md").title) == 200
+
+
+def test_the_ingest_functions_title_of_a_source_object_is_the_same() -> None:
+    page = '<meta charset="iso-8859-2"><title>Łódź</title>'.encode("iso-8859-2")
+    assert title_of(page, "text/html", "pl/lodz.html") == "Łódź"
+    assert title_of(b"\xef\xbb\xbfRelease 2.22.0\n\nFixed.", "text/plain", "notes/2.22.0.txt") == "Release 2.22.0"
+    assert title_of(b"no title \xff here", "text/plain", "notes/2.22.0.txt") == "notes/2.22.0"

@@ -15,7 +15,6 @@ import hashlib
 import json
 import re
 from dataclasses import dataclass
-from pathlib import PurePosixPath
 
 from agent_knowledge.errors import InvalidRequest
 from agent_knowledge.ingest.chunking import Chunk, byte_offsets, chunk_text
@@ -23,13 +22,6 @@ from agent_knowledge.ingest.html_text import html_to_text
 from agent_knowledge.ingest.titles import document_title
 
 MEDIA_TYPES = ("text/markdown", "text/plain", "text/html")
-MEDIA_TYPE_BY_SUFFIX = {
-    ".md": "text/markdown",
-    ".markdown": "text/markdown",
-    ".txt": "text/plain",
-    ".html": "text/html",
-    ".htm": "text/html",
-}
 MAX_BODY_BYTES = 5 * 1024 * 1024
 MAX_TITLE_CHARS = 255
 DIGEST_HEX_CHARS = 16
@@ -79,11 +71,6 @@ _HTML_LABELS = {
     # A UTF-16 label found by an ASCII prescan cannot be true: the bytes are ASCII-compatible.
     "utf-16": "utf-8", "utf-16le": "utf-8", "utf-16be": "utf-8", "unicode": "utf-8",
 }  # fmt: skip
-
-
-def media_type_of(source_key: str) -> str | None:
-    """The media type a source key's extension stands for; None for files the ingest does not take."""
-    return MEDIA_TYPE_BY_SUFFIX.get(PurePosixPath(source_key).suffix.lower())
 
 
 def declared_charset(content: bytes) -> str | None:
