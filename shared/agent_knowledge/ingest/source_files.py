@@ -7,12 +7,22 @@ document gets the same title and type whichever way it arrives. How a title is f
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import PurePosixPath
+from urllib.parse import quote, unquote
 
 from agent_knowledge.ingest.content import IngestError, decode_text
 from agent_knowledge.ingest.titles import MAX_TITLE_CHARS, document_title
 
-__all__ = ["MAX_TITLE_CHARS", "MEDIA_TYPES_BY_SUFFIX", "media_type_of", "title_of"]
+__all__ = [
+    "MAX_TITLE_CHARS",
+    "MEDIA_TYPES_BY_SUFFIX",
+    "TITLE_METADATA",
+    "media_type_of",
+    "title_from_metadata",
+    "title_metadata",
+    "title_of",
+]
 
 MEDIA_TYPES_BY_SUFFIX = {
     ".md": "text/markdown",
@@ -39,3 +49,19 @@ def title_of(content: bytes | str, media_type: str, source_key: str) -> str:
         except IngestError:
             text = ""
     return document_title(text, media_type, source_key)
+
+
+# `doc put --title` travels as the object's user metadata `x-amz-meta-title`. S3 metadata is
+# ASCII, so the title is percent-encoded UTF-8; the ingest function decodes it.
+TITLE_METADATA = "title"
+
+
+def title_metadata(title: str) -> dict[str, str]:
+    return {TITLE_METADATA: quote(title, safe=" ")}
+
+
+def title_from_metadata(metadata: Mapping[str, str]) -> str | None:
+    """The title an uploader gave in the object's metadata, or None (find it in the document)."""
+    value = metadata.get(TITLE_METADATA)
+    title = unquote(value, errors="replace").strip() if value else ""
+    return title or None
