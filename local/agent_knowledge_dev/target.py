@@ -58,19 +58,11 @@ def connect(arguments: argparse.Namespace) -> Repositories:
     return repositories
 
 
-def sources_bucket(arguments: argparse.Namespace) -> tuple[Any, str]:
-    """The S3 client and the name of the sources bucket (call after `connect`)."""
+def sources_bucket(arguments: argparse.Namespace) -> tuple[Any, str] | None:
+    """The S3 client and the name of the sources bucket (call after `connect`); None for a stack
+    deployed before the sources bucket existed."""
     names = _names(arguments)
-    if names.sources_bucket is None:
-        where = (
-            f"stack {arguments.stack!r} has no output {SOURCES_BUCKET_OUTPUT}"
-            if arguments.aws
-            else (f"the local stack has no {SOURCES_BUCKET_VARIABLE}")
-        )
-        raise CliError(
-            f"{where}: it predates the sources bucket; deploy (or restart `serve`) with the current template"
-        )
-    return _client("s3"), names.sources_bucket
+    return None if names.sources_bucket is None else (_client("s3"), names.sources_bucket)
 
 
 def _names(arguments: argparse.Namespace) -> StackNames:

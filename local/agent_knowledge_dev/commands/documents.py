@@ -6,6 +6,9 @@ function runs, so a file that cannot be ingested (not UTF-8, empty, too large) i
 uploaded: the stored version, if any, stays. Only changed files are uploaded (sources.py); a file
 whose document failed or is missing is sent again. `--wait` polls the document listing until
 every change is searchable or failed (waiting.py).
+
+A stack without a sources bucket (deployed, or a `serve` started, before the ingest pipeline)
+gets the documents stored directly and its index rebuilt here, as before, with a note on stderr.
 """
 
 from __future__ import annotations
@@ -18,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from agent_knowledge_dev.commands import Command
-from agent_knowledge_dev.console import CliError, print_json
+from agent_knowledge_dev.console import CliError, note, print_json
 from agent_knowledge_dev.target import add_target_arguments, connect, sources_bucket
 
 DEFAULT_WORKERS = 4
@@ -54,7 +57,7 @@ class _Session:
     """What every document command needs: the stack, the KB checked, the bucket."""
 
     repositories: Any
-    bucket: Any
+    bucket: Any  # None: the stack has no sources bucket
     kb_id: str
 
 
@@ -69,7 +72,13 @@ def _open(arguments: argparse.Namespace, *, writing: bool) -> _Session:
             f"knowledge base {kb.kb_id!r} is disabled, so its documents would be recorded as failed; "
             f"enable it first with `agent-knowledge kb enable {kb.kb_id}`"
         )
-    return _Session(repositories, SourcesBucket(*sources_bucket(arguments)), kb.kb_id)
+    bucket = sources_bucket(arguments)
+    if bucket is None and writing:
+        note(
+            "note: this stack has no sources bucket (it predates the ingest pipeline): documents are stored "
+            "directly and the index is rebuilt here; deploy (or restart `serve`) with the current template"
+        )
+    return _Session(repositories, SourcesBucket(*bucket) if bucket else None, kb.kb_id)
 
 
 def _check_wait(arguments: argparse.Namespace) -> None:
@@ -140,6 +149,8 @@ def _put_file(arguments: argparse.Namespace) -> int:
         raise CliError(f"{path} cannot be ingested (nothing was uploaded): {exc.message}") from None
 
     session = _open(arguments, writing=True)
+    if session.bucket is None:
+        return _store_file_directly(session, source_key, content, media_type, arguments.title)
     started = time.time()
     current = session.bucket.head(session.kb_id, source_key)
     document = _listing_of(session, source_key)
@@ -175,6 +186,22 @@ def _put_file(arguments: argparse.Namespace) -> int:
         }
     )
     return status
+
+
+def _store_file_directly(session: _Session, source_key: str, content: bytes, media_type: str, title: str | None) -> int:
+    from agent_knowledge.ingest.documents import Ingestor
+
+    result = Ingestor(session.repositories).put(session.kb_id, source_key, title, content, media_type=media_type)
+    print_json(
+        {
+            "outcome": result.outcome,
+            "kb_id": session.kb_id,
+            "source_key": source_key,
+            "object": None,
+            "document": _listing_of(session, source_key),
+        }
+    )
+    return 0
 
 
 def _listing_of(session: _Session, source_key: str) -> dict[str, Any] | None:
@@ -257,6 +284,8 @@ def _put_directory(arguments: argparse.Namespace) -> int:
         raise CliError(f"folder not found: {root}")
     root = root.resolve()  # the folder itself may be a link; nothing below it is followed
     session = _open(arguments, writing=True)
+    if session.bucket is None:
+        return _store_folder_directly(arguments, session, root)
     started, clock = time.time(), time.perf_counter()
     folder = discover(root)
     summary = _FolderSummary(session.kb_id, files=len(folder.files))
@@ -307,6 +336,39 @@ def _put_directory(arguments: argparse.Namespace) -> int:
     result["seconds"] = {"upload": round(upload_seconds, 2), "total": round(time.perf_counter() - clock, 2)}
     print_json(result)
     return status
+
+
+def _store_folder_directly(arguments: argparse.Namespace, session: _Session, root: Path) -> int:
+    from agent_knowledge.ingest.documents import Ingestor
+    from agent_knowledge_dev.bulk import discover, ingest_directory
+
+    if arguments.prune:
+        raise CliError("--prune needs the stack's sources bucket (deploy the current template)")
+    started = time.perf_counter()
+    ignored = [skipped.as_dict() for skipped in discover(root).skipped]
+    stored = ingest_directory(Ingestor(session.repositories), session.kb_id, root, workers=arguments.workers)
+    for failure in stored.failures:
+        note(f"failed: {failure['source_key']}: {failure['error']}")
+    result = {
+        "kb_id": session.kb_id,
+        "files": stored.files,
+        "created": stored.created,
+        "updated": stored.updated,
+        "skipped": stored.skipped,
+        "deleted": 0,
+        "failed": stored.failed,
+        "failures": stored.failures,
+        "ignored": ignored,
+        "index_generation": stored.index_generation,
+        "seconds": {
+            "upload": round(time.perf_counter() - started, 2),
+            "total": round(time.perf_counter() - started, 2),
+        },
+    }
+    if arguments.wait:
+        result.update(ready=stored.created + stored.updated + stored.skipped, pending=[])
+    print_json(result)
+    return 1 if stored.failed else 0
 
 
 def _upload_all(
@@ -367,7 +429,7 @@ def _delete(arguments: argparse.Namespace) -> int:
     source_key: str = arguments.source_key
     started = time.time()
     result: dict[str, Any] = {"kb_id": session.kb_id, "source_key": source_key, "deleted": True}
-    if session.bucket.head(session.kb_id, source_key) is not None:
+    if session.bucket is not None and session.bucket.head(session.kb_id, source_key) is not None:
         session.bucket.delete(session.kb_id, source_key)
         result["object"] = session.bucket.uri(session.kb_id, source_key)
     elif _listing_of(session, source_key) is not None:
