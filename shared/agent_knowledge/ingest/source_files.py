@@ -38,9 +38,9 @@ def media_type_of(name: str) -> str | None:
     return MEDIA_TYPES_BY_SUFFIX.get(PurePosixPath(name).suffix.lower())
 
 
-def title_of(content: bytes | str, media_type: str, source_key: str) -> str:
-    """The title found in the document, else `source_key` without its extension (titles.py).
-    Content that cannot be decoded gets the source-key title (its ingest fails with the reason)."""
+def title_of(content: bytes | str, media_type: str, fallback: str) -> str:
+    """The title found in the document, else `fallback` (the source key) without its extension
+    (titles.py). Content that cannot be decoded gets that fallback (its ingest fails with the reason)."""
     if isinstance(content, str):
         text = content.removeprefix("\ufeff")
     else:
@@ -48,7 +48,7 @@ def title_of(content: bytes | str, media_type: str, source_key: str) -> str:
             text = decode_text(content, media_type)
         except IngestError:
             text = ""
-    return document_title(text, media_type, source_key)
+    return document_title(text, media_type, fallback)
 
 
 # `doc put --title` travels as the object's user metadata `x-amz-meta-title`. S3 metadata is
