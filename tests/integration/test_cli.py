@@ -462,11 +462,18 @@ def _create_stack(name: str, outputs: dict[str, str]) -> None:
         "Resources": {"Marker": {"Type": "AWS::SNS::Topic"}},
         "Outputs": {key: {"Value": value} for key, value in outputs.items()},
     }
-    cloudformation = aws.client("cloudformation")
+    import botocore.session
+    from botocore.config import Config
+
+    # moto's first CloudFormation call imports all its resource models: slow on a busy machine, so
+    # not through the layer's clients (they give up after 4 s).
+    cloudformation = botocore.session.get_session().create_client(
+        "cloudformation", config=Config(read_timeout=300, retries={"max_attempts": 1})
+    )
     try:
         cloudformation.create_stack(StackName=name, TemplateBody=json.dumps(body))
     except cloudformation.exceptions.AlreadyExistsException:
-        pass  # a retry after a slow first attempt (the client gives up after a few seconds)
+        pass
 
 
 def _local_outputs() -> dict[str, str]:
