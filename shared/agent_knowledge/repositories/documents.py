@@ -10,7 +10,8 @@ from typing import Any
 
 from agent_knowledge.errors import KnowledgeUnavailable
 from agent_knowledge.records import DocumentRecord
-from agent_knowledge.repositories.dynamo import conditional_write, from_item, key, storage_errors, to_item
+from agent_knowledge.repositories.dynamo import conditional_write, from_item, key, to_item
+from agent_knowledge.repositories.errors import storage_errors
 
 # The sparse index of documents whose change is not yet in a published index generation
 # (template.yaml: DocumentsTable, GlobalSecondaryIndexes): key kb_id, sort index_pending_since.
