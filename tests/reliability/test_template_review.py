@@ -134,11 +134,21 @@ def _worst_case_seconds(config) -> float:
     return attempts * (config.connect_timeout + config.read_timeout) + backoff
 
 
-@pytest.mark.parametrize("service", ["dynamodb", "s3", "secretsmanager"])
-def test_one_aws_call_gives_up_before_the_function_times_out(service):
+@pytest.fixture
+def own_aws_clients(monkeypatch: pytest.MonkeyPatch):
+    """The layer's client factory with a botocore session of this test's own, dropped afterwards:
+    a session created here, before moto is imported, would never route later tests' calls to moto."""
     from agent_knowledge.repositories import aws
 
-    config = aws.client(service).meta.config
+    monkeypatch.setattr(aws, "_session", None)
+    aws.reset_clients()
+    yield aws
+    aws.reset_clients()
+
+
+@pytest.mark.parametrize("service", ["dynamodb", "s3", "secretsmanager"])
+def test_one_aws_call_gives_up_before_the_function_times_out(service, own_aws_clients):
+    config = own_aws_clients.client(service).meta.config
     assert config.retries["mode"] == "standard"
     assert config.retries["total_max_attempts"] == 3
     document = load_template()
