@@ -25,6 +25,9 @@ ROOT = Path(__file__).resolve().parents[1]
 MARKER = "BENCH_RESULT "
 
 
+# This child keeps its own minimal Lambda context and handler loader on purpose: it measures the
+# cold import, so it must not import anything the handler does not (agent_knowledge_dev.testing
+# would bring yaml, http.client and subprocess in before the clock starts).
 class _Context:
     function_name = "bench"
     memory_limit_in_mb = 512

@@ -49,9 +49,9 @@ class _NoRecords:
 
 def main() -> None:
     snapshot_path, queries_path = sys.argv[1], sys.argv[2]
-    from bench import handlers
+    from agent_knowledge_dev.testing import load_function
 
-    handlers.load("search")
+    load_function("search")
     from types import SimpleNamespace
 
     from agent_knowledge.identity.scope import Scope

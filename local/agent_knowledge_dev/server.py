@@ -17,9 +17,6 @@ import signal
 import socket
 import sys
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
-from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from types import FrameType
 from typing import Any
@@ -122,18 +119,6 @@ def _bind(host: str, port: int, gateway: Gateway, quiet: bool) -> ApiServer:
         raise CliError(f"cannot listen on {host}:{port}: {exc.strerror}") from None
 
 
-def _start_moto() -> Any:
-    from moto.server import ThreadedMotoServer
-
-    from agent_knowledge_dev import moto_speedups
-
-    moto_speedups.install()
-    logging.getLogger("werkzeug").setLevel(logging.ERROR)
-    moto = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
-    moto.start()
-    return moto
-
-
 def _banner(base_url: str, elapsed: float, documents: int) -> str:
     from agent_knowledge_dev.demo import DEMO_ROUTE, DEMO_TOKEN
 
@@ -171,11 +156,12 @@ def serve(host: str, port: int, quiet: bool = False) -> int:
     try:
         from agent_knowledge_dev.functions import FunctionInvoker
         from agent_knowledge_dev.template import function_routes
+        from agent_knowledge_dev.testing import moto_server_stack
 
         api = _bind(host, port, Gateway(function_routes(), FunctionInvoker()), quiet)
         try:
-            with local_stack() as stack:
-                lock.publish(ServerInfo(os.getpid(), api.base_url, stack.moto_endpoint, stack.environment, time.time()))
+            with moto_server_stack() as stack:
+                lock.publish(ServerInfo(os.getpid(), api.base_url, stack.endpoint, stack.environment, time.time()))
                 _stop_on_sigterm()
                 print(_banner(api.base_url, time.perf_counter() - started, stack.documents), flush=True)
                 if host not in {"127.0.0.1", "localhost", "::1"}:
@@ -189,36 +175,3 @@ def serve(host: str, port: int, quiet: bool = False) -> int:
     finally:
         lock.release()
     return 0
-
-
-@dataclass(frozen=True)
-class LocalStack:
-    moto_endpoint: str
-    environment: dict[str, str]
-    documents: int
-
-
-@contextmanager
-def local_stack(seed: bool = True) -> Iterator[LocalStack]:
-    """A moto server on loopback with the template's stack (and the demo), this process pointed at it."""
-    from agent_knowledge.repositories import aws, default_repositories
-    from agent_knowledge_dev.demo import seed_demo, seed_sample_documents
-    from agent_knowledge_dev.functions import function_logs_to_stderr
-    from agent_knowledge_dev.runtime import use_local_backend, use_stack_environment
-    from agent_knowledge_dev.stack import create_stack
-
-    moto = _start_moto()
-    try:
-        moto_host, moto_port = moto.get_host_and_port()
-        moto_endpoint = f"http://{moto_host}:{moto_port}"
-        use_local_backend(moto_endpoint)
-        environment = create_stack(aws.client)
-        use_stack_environment(environment)
-        function_logs_to_stderr()  # after the environment: Powertools names its logger from it
-        documents = 0
-        if seed:
-            seed_demo(default_repositories())
-            documents = seed_sample_documents(default_repositories())
-        yield LocalStack(moto_endpoint, environment, documents)
-    finally:
-        moto.stop()

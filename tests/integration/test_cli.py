@@ -19,9 +19,8 @@ from agent_knowledge_dev import cli
 from agent_knowledge_dev.commands import Command
 from agent_knowledge_dev.demo import DEMO_KB, DEMO_ROUTE, SAMPLE_DOCS
 from agent_knowledge_dev.localstate import STATE_DIR_ENV, ServeLock, ServerInfo
-from agent_knowledge_dev.runtime import reset_caches
-from agent_knowledge_dev.server import local_stack
 from agent_knowledge_dev.template import function_routes
+from agent_knowledge_dev.testing import moto_server_stack, reset_caches
 
 EVENTS = Path(__file__).resolve().parents[2] / "events"
 
@@ -33,8 +32,8 @@ def running_stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
     lock = ServeLock()
     lock.acquire()
     try:
-        with local_stack() as stack:
-            lock.publish(ServerInfo(os.getpid(), "http://127.0.0.1:0", stack.moto_endpoint, stack.environment, 0.0))
+        with moto_server_stack() as stack:
+            lock.publish(ServerInfo(os.getpid(), "http://127.0.0.1:0", stack.endpoint, stack.environment, 0.0))
             yield
     finally:
         lock.release()

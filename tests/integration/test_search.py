@@ -9,7 +9,7 @@ from agent_knowledge.records import KnowledgeConfig, SourceConfig
 from agent_knowledge.references.binding import document_digest, identity_digest, scope_digest
 from agent_knowledge_dev import admin
 from agent_knowledge_dev.demo import DEMO_KB, DEMO_ROUTE
-from tests.support.events import load_event, with_changes
+from agent_knowledge_dev.testing import load_event, with_changes
 from tests.support.knowledge import bearer, create_run, create_task, new_session, put_documents
 
 DOCUMENTS = {

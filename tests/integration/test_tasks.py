@@ -17,7 +17,7 @@ from agent_knowledge_dev.tasks_admin import (
     resume_task,
     task_scope_hash,
 )
-from tests.support.events import load_event, with_changes
+from agent_knowledge_dev.testing import load_event, with_changes
 from tests.support.knowledge import bearer, new_session, put_documents
 
 DOCUMENTS = {
