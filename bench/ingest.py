@@ -15,6 +15,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import statistics
@@ -111,23 +112,16 @@ def bulk_ingest_local(document_count: int, megabytes: float, workers: int = 4) -
         server = Server(work / "state")
         server.start()
         try:
-            _, created = server.cli("kb", "create", "bench")
-            if created.returncode:
-                raise RuntimeError(created.stderr)
-            seconds, put = server.cli(
-                "doc", "put", "bench", "--dir", str(work / "corpus"), "--workers", str(workers), "--no-progress"
-            )
+            server.create_kb("bench")
+            seconds, put = server.put_folder("bench", work / "corpus", workers)
             if put.returncode:
                 # On an overloaded machine the local stack can time out (the CLI then reports
                 # "storage temporarily unavailable"); that is a result to show, not a crash.
                 return {"documents": document_count, "workers": workers, "error": put.stderr.strip()[-300:]}
             summary = json.loads(put.stdout)
         finally:
-            try:
+            with contextlib.suppress(subprocess.TimeoutExpired):  # busy past its grace: stop() killed it
                 server.stop()
-            except subprocess.TimeoutExpired:  # a server busy past its shutdown grace: ours to end
-                server.process.kill()
-                server.process.wait(timeout=30)
     return {
         "documents": document_count,
         "bytes": total,

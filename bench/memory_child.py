@@ -15,7 +15,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-MARKER = "BENCH_RESULT "
+from bench.child import report
 
 
 def _status_kib(field: str) -> int:
@@ -79,7 +79,7 @@ def main() -> None:
             result["hits"] = candidates
     result["peak_rss_mib"] = _mib(_status_kib("VmHWM"))
     result["pid"] = os.getpid()
-    print(MARKER + json.dumps(result), flush=True)
+    report(result)
 
 
 if __name__ == "__main__":

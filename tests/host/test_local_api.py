@@ -20,7 +20,7 @@ from agent_knowledge_dev.testing import ServedApi, start_server
 from agent_knowledge_host import KnowledgeClient
 from agent_knowledge_host import errors as e
 from tests.host.fakes import CHAIN_MAX_BYTES
-from tests.host.stdio import CONSOLE_SCRIPT, run_session, text_of
+from tests.host.stdio import CONSOLE_SCRIPT, read_every_page, run_session, text_of
 
 GUIDE = "# Zephyrine operations guide\n\n" + "".join(
     f"Step {n}: the zephyrine valve is checked twice; 检查阀门 before every shift.\n\n" for n in range(1400)
@@ -57,19 +57,6 @@ def local_api(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServedApi]:
         api.stop()
 
 
-async def read_every_page(session: ClientSession, ref: str) -> list[dict[str, Any]]:
-    pages: list[dict[str, Any]] = []
-    cursor = None
-    while True:
-        arguments = {"ref": ref, "max_bytes": 32768} | ({"cursor": cursor} if cursor else {})
-        page = await session.call_tool("knowledge_read", arguments)
-        assert not page.is_error, text_of(page)
-        pages.append(page.structured_content)
-        cursor = page.structured_content["next_cursor"]
-        if cursor is None:
-            return pages
-
-
 def test_search_and_read_whole_documents_through_mcp(local_api: ServedApi) -> None:
     seen: dict[str, Any] = {}
 
@@ -78,8 +65,8 @@ def test_search_and_read_whole_documents_through_mcp(local_api: ServedApi) -> No
         guide = await session.call_tool("knowledge_search", {"query": "zephyrine valve"})
         archive = await session.call_tool("knowledge_search", {"query": "quillwort samples"})
         seen["guide_hint"] = guide.structured_content["hints"][0]
-        seen["guide_pages"] = await read_every_page(session, seen["guide_hint"]["ref"])
-        seen["archive_pages"] = await read_every_page(session, archive.structured_content["hints"][0]["ref"])
+        seen["guide_pages"] = await read_every_page(session, seen["guide_hint"]["ref"], 32768)
+        seen["archive_pages"] = await read_every_page(session, archive.structured_content["hints"][0]["ref"], 32768)
 
     # Launched as docs/host.md registers it in a host: `agent-knowledge-mcp ...`.
     run_session(local_api.base_url, DEMO_ROUTE, body, token=DEMO_TOKEN, launcher=CONSOLE_SCRIPT)

@@ -111,18 +111,25 @@ class ServedApi(LocalApiClient):
     def cli(self, *arguments: str, check: bool = False, timeout: float = 300) -> subprocess.CompletedProcess[str]:
         """Run `agent-knowledge ARGUMENTS` against this server's stack."""
         return subprocess.run(
-            [*CLI, *arguments], env=self.environment, capture_output=True, text=True, timeout=timeout, check=check
+            [*CLI, *arguments],
+            env=self.environment,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            check=check,
+            cwd=PROJECT_ROOT,
         )
 
     def output_text(self) -> str:
         return self.output.read_text(encoding="utf-8", errors="replace") if self.output else ""
 
-    def stop(self) -> int:
-        """Ctrl-C, as a person would; returns the exit status."""
+    def stop(self, timeout: float = 30) -> int:
+        """Ctrl-C, as a person would; returns the exit status. A server still busy after `timeout`
+        seconds is killed (and the timeout raised)."""
         assert self.process is not None
         self.process.send_signal(signal.SIGINT)
         try:
-            return self.process.wait(timeout=30)
+            return self.process.wait(timeout=timeout)
         except subprocess.TimeoutExpired:
             self.process.kill()
             self.process.wait()
@@ -138,8 +145,11 @@ def cli_environment(state_dir: Path) -> dict[str, str]:
     return environment
 
 
-def start_server(state_dir: Path, output: Path, port: int | None = None, *, quiet: bool = False) -> ServedApi:
-    """`agent-knowledge serve` on a free loopback port, once its banner says it is ready."""
+def start_server(
+    state_dir: Path, output: Path, port: int | None = None, *, quiet: bool = False, poll_seconds: float = 0.05
+) -> ServedApi:
+    """`agent-knowledge serve` on a free loopback port, once its banner says it is ready (checked
+    every `poll_seconds`)."""
     port = port or free_port()
     environment = cli_environment(state_dir)
     command = [*CLI, "serve", "--port", str(port), *(["--quiet"] if quiet else [])]
@@ -153,7 +163,7 @@ def start_server(state_dir: Path, output: Path, port: int | None = None, *, quie
             return ServedApi("127.0.0.1", port, token, environment, output, process)
         if process.poll() is not None:
             raise AssertionError(f"serve exited with {process.returncode}:\n{text}")
-        time.sleep(0.05)
+        time.sleep(poll_seconds)
     process.kill()
     process.wait()
     raise AssertionError(f"serve not ready after {READY_TIMEOUT} s:\n{output.read_text(errors='replace')}")
