@@ -20,7 +20,9 @@ if TYPE_CHECKING:
 
 
 def reset_caches() -> None:
-    from agent_knowledge_dev.stack import reset_container_caches
+    """The layer's `reset_container_caches()`, imported when called: importing the layer's runtime
+    creates the Powertools logger and metrics, which must see the caller's environment first."""
+    from agent_knowledge.runtime.container import reset_container_caches
 
     reset_container_caches()
 
