@@ -42,7 +42,7 @@ def put_documents(api: ServedApi, documents: dict[str, str]) -> None:
         old.unlink()
     for key, text in documents.items():
         (folder / key).write_text(text, encoding="utf-8")
-    done = api.cli("doc", "put", "handbook", "--dir", str(folder), timeout=120)
+    done = api.cli("doc", "put", "handbook", "--dir", str(folder), "--wait", "--timeout", "100", timeout=120)
     assert done.returncode == 0, done.stderr
 
 
