@@ -20,11 +20,12 @@ from typing import Any
 import botocore.client
 import pytest
 
+from agent_knowledge.runtime.container import reset_container_caches
 from agent_knowledge_dev.demo import DEMO_KB
-from agent_knowledge_dev.stack import bucket_name, reset_container_caches, table_name
+from agent_knowledge_dev.stack import bucket_name, table_name
 from agent_knowledge_dev.tasks_admin import create_task
 from agent_knowledge_dev.template import load_template, resources_of_type
-from tests.support.events import load_event, with_changes
+from agent_knowledge_dev.testing import load_event, with_changes
 from tests.support.knowledge import bearer, new_session, put_documents
 
 FUNCTIONS = {
