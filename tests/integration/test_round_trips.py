@@ -22,7 +22,7 @@ import pytest
 
 from agent_knowledge.repositories import aws
 from agent_knowledge_dev.demo import DEMO_KB
-from tests.support.events import load_event, with_changes
+from agent_knowledge_dev.testing import load_event, with_changes
 from tests.support.knowledge import put_documents
 
 LATENCY_SECONDS = 0.15
