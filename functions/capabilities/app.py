@@ -4,13 +4,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.logging import correlation_paths
 
 from agent_knowledge.identity.caller import open_workspace
 from agent_knowledge.knowledge.capabilities import describe_capabilities
 from agent_knowledge.runtime.container import Dependencies, create_clients_at_init, default_dependencies
-from agent_knowledge.runtime.http import create_app, header, json_response, resolve
+from agent_knowledge.runtime.http import Response, create_app, header, json_response, resolve
 from agent_knowledge.runtime.observability import logger, metrics, traced
 
 app = create_app()

@@ -4,13 +4,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.logging import correlation_paths
 
 from agent_knowledge.knowledge.read import read_knowledge
 from agent_knowledge.models import ReadRequest
 from agent_knowledge.runtime.container import Dependencies, create_clients_at_init, default_dependencies
-from agent_knowledge.runtime.http import create_app, header, json_response, parse_body_later, resolve
+from agent_knowledge.runtime.http import Response, create_app, header, json_response, parse_body_later, resolve
 from agent_knowledge.runtime.observability import logger, metrics, traced
 
 app = create_app()

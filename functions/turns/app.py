@@ -4,12 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.logging import correlation_paths
 
 from agent_knowledge.identity.caller import open_workspace
 from agent_knowledge.runtime.container import Dependencies, create_clients_at_init, default_dependencies
-from agent_knowledge.runtime.http import JSON, create_app, header, parse_body_later, resolve
+from agent_knowledge.runtime.http import JSON, Response, create_app, header, parse_body_later, resolve
 from agent_knowledge.runtime.observability import logger, metrics, traced
 from agent_knowledge.settings import get_settings
 from agent_knowledge.turns.models import TURN_MAX_BODY_BYTES, TurnRequest

@@ -1,0 +1,37 @@
+"""The handlers import Powertools' HTTP API resolver without the event handler package's others."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _run(code: str) -> str:
+    environment = {**os.environ, "PYTHONPATH": str(ROOT / "shared")}
+    completed = subprocess.run(
+        [sys.executable, "-c", code], env=environment, capture_output=True, text=True, timeout=120, check=True
+    )
+    return completed.stdout.strip()
+
+
+def test_the_http_surface_does_not_import_appsync_or_asyncio():
+    code = (
+        "import sys; import agent_knowledge.runtime.http; "
+        "print(sorted(m for m in ('asyncio', 'aws_lambda_powertools.event_handler.appsync') if m in sys.modules))"
+    )
+    assert _run(code) == "[]"
+
+
+def test_the_event_handler_package_stays_complete_for_other_importers():
+    code = (
+        "import agent_knowledge.runtime.http\n"
+        "from aws_lambda_powertools.event_handler import AppSyncResolver, APIGatewayHttpResolver, Response\n"
+        "from agent_knowledge.runtime import resolver\n"
+        "assert APIGatewayHttpResolver is resolver.APIGatewayHttpResolver and Response is resolver.Response\n"
+        "print(AppSyncResolver.__name__)"
+    )
+    assert _run(code) == "AppSyncResolver"
