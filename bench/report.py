@@ -41,21 +41,19 @@ def _met(flag: bool | None) -> str:
 def _cold(doc: dict[str, Any]) -> list[str]:
     figure = doc["result"]
     lines = [
-        f"**1. Cold start** ({doc['commit']}; median of {figure['runs']} fresh processes each; "
-        "`POWERTOOLS_TRACE_DISABLED=true` unless marked traced; import + first request, ms)",
+        f"**1. Cold start** ({doc['commit']}; fresh processes against one moto server, median of "
+        f"{figure['runs']} each; import + first request; floor = botocore + the same clients and calls; "
+        f"load average {figure.get('load_average_before', '?')} → {figure.get('load_average_after', '?')})",
         "",
-        "| handler | ours p50 | floor p50 | ratio (moto in-process) | CPU ratio (in-process) | ratio (moto server) "
-        "| CPU ratio (moto server) | ratio traced | target |",
+        "| handler | AWS calls | ours CPU p50 (ms) | floor CPU p50 (ms) | CPU ratio | ours wall p50 (ms) "
+        "| floor wall p50 (ms) | wall ratio | target (CPU) |",
         "|---|---:|---:|---:|---:|---:|---:|---:|---|",
     ]
-    for name, point in figure["in_process"].items():
-        server = figure.get("moto_server", {}).get(name, {})
-        traced = figure.get("in_process_traced", {}).get(name, {})
+    for name, point in figure["moto_server"].items():
         lines.append(
-            f"| {name} | {point['ours_p50_ms']} | {point['floor_p50_ms']} | {point['ratio']} | "
-            f"{point.get('cpu_ratio', '–')} | {server.get('ratio', '–')} | {server.get('cpu_ratio', '–')} | "
-            f"{traced.get('ratio', '–')} | ≤ {figure['target_ratio']}: "
-            f"{_met(point['ratio'] <= figure['target_ratio'])} |"
+            f"| {name} | {len(point['aws_calls'])} | {point['ours_cpu_p50_ms']} | {point['floor_cpu_p50_ms']} | "
+            f"{point['cpu_ratio']} | {point['ours_p50_ms']} | {point['floor_p50_ms']} | {point['ratio']} | "
+            f"≤ {figure['target_ratio']}: {_met(point['cpu_ratio'] <= figure['target_ratio'])} |"
         )
     return lines
 

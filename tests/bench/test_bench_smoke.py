@@ -29,8 +29,11 @@ def figure(results: dict, name: str) -> dict:
 
 
 def test_cold_start_measures_a_handler_and_its_floor(results):
-    point = figure(results, "cold_start")["in_process"]["capabilities"]
+    point = figure(results, "cold_start")["moto_server"]["capabilities"]
     assert point["services"] == ["dynamodb"]
+    # The floor replays what the product sent: capabilities is two batched DynamoDB round trips.
+    assert point["aws_calls"] == ["dynamodb:BatchGetItem", "dynamodb:BatchGetItem"] and point["floor_errors"] == 0
+    assert point["ours_cpu_p50_ms"] > 0 and point["floor_cpu_p50_ms"] > 0 and point["cpu_ratio"] > 0
     assert point["ours_p50_ms"] > 0 and point["floor_p50_ms"] > 0 and point["ratio"] > 0
 
 
