@@ -10,10 +10,11 @@ import json
 
 import pytest
 
-from bench import budget, cold_start, ingest, memory, report, scaling, warm
+from bench import budget, cold_start, ingest, memory, own_cpu, report, scaling, warm
 
 MODULES = {"cold_start": cold_start, "warm": warm, "scaling": scaling, "memory": memory, "budget": budget}
 MODULES["ingest"] = ingest
+MODULES["own_cpu"] = own_cpu
 
 
 @pytest.fixture(scope="module")
@@ -35,6 +36,15 @@ def test_cold_start_measures_a_handler_and_its_floor(results):
     assert point["aws_calls"] == ["dynamodb:BatchGetItem", "dynamodb:BatchGetItem"] and point["floor_errors"] == 0
     assert point["ours_cpu_p50_ms"] > 0 and point["floor_cpu_p50_ms"] > 0 and point["cpu_ratio"] > 0
     assert point["ours_p50_ms"] > 0 and point["floor_p50_ms"] > 0 and point["ratio"] > 0
+
+
+def test_own_cpu_answers_every_call_from_the_recording(results):
+    result = figure(results, "own_cpu")
+    assert result["unanswered_calls"] == 0
+    assert result["search"]["operations"] == ["dynamodb.BatchGetItem"]
+    assert result["read"]["operations"] == ["dynamodb.BatchGetItem", "s3.GetObject"]
+    for name in own_cpu.HANDLERS:
+        assert result[name]["aws_calls_per_request"] == 3 and result[name]["cpu"]["p50_ms"] > 0
 
 
 def test_warm_records_the_aws_calls_each_handler_makes(results):
