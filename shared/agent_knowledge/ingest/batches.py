@@ -54,6 +54,10 @@ def ingest_batch(deps: PipelineDependencies, records: list[dict[str, Any]]) -> d
             logger.warning("message not applied", extra={"message_id": message_id, "error": type(exc).__name__})
             batch.failed.append(message_id)
             continue
+        except Exception:  # a defect: fail this message only (retried, then the dead-letter queue)
+            logger.exception("message not applied", extra={"message_id": message_id})
+            batch.failed.append(message_id)
+            continue
         batch.applied.extend(applied)
         sent_by[message_id] = [message for item in applied if (message := item.index_message) is not None]
     to_send = [message for messages in sent_by.values() for message in messages]
