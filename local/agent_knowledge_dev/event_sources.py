@@ -27,9 +27,9 @@ import uuid
 from dataclasses import dataclass
 from typing import Any
 
-from agent_knowledge_dev.functions import LocalContext, load_handler
+from agent_knowledge_dev.functions import LocalContext, load_handler, queue_functions
 from agent_knowledge_dev.stack import queue_name
-from agent_knowledge_dev.template import PROJECT_ROOT, FunctionRoute, resources_of_type, template
+from agent_knowledge_dev.template import FunctionRoute, resources_of_type, template
 
 REGION = "us-east-1"
 
@@ -67,17 +67,10 @@ def template_mappings(sqs: Any) -> list[Mapping]:
         queue = resources[queue_id]["Properties"]
         url = sqs.get_queue_url(QueueName=queue_name(queue_id, queue))["QueueUrl"]
         arn = sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
-        function = resources[function_id]["Properties"]
         found.append(
             Mapping(
                 name=name,
-                function=FunctionRoute(
-                    function=function_id,
-                    method="",
-                    path="",
-                    code_uri=PROJECT_ROOT / function["CodeUri"],
-                    handler=function["Handler"],
-                ),
+                function=next(f for f in queue_functions() if f.function == function_id),
                 queue_url=url,
                 queue_arn=arn,
                 fifo=bool(queue.get("FifoQueue")),
