@@ -253,3 +253,20 @@ class EventSourceRunner:
         for thread in self._threads:
             thread.join(timeout=5)
         self._threads.clear()
+
+
+# `serve` retries a failed message after a few seconds instead of the queue's visibility timeout
+# (minutes): a poison message reaches the dead-letter queue in under half a minute locally.
+LOCAL_RETRY_VISIBILITY_SECONDS = 5
+LOCAL_POLL_INTERVAL_SECONDS = 0.1
+
+
+def start_local_pipeline() -> EventSourceRunner:
+    """Complete moto's S3 events and start the pollers against the current backend (`serve`)."""
+    from agent_knowledge.repositories import aws
+    from agent_knowledge_dev.s3_events import install
+
+    install()
+    runner = EventSourceRunner(aws.client("sqs"), retry_visibility=LOCAL_RETRY_VISIBILITY_SECONDS)
+    runner.start(poll_interval=LOCAL_POLL_INTERVAL_SECONDS)
+    return runner

@@ -134,8 +134,9 @@ def _start_moto() -> Any:
     return moto
 
 
-def _banner(base_url: str, elapsed: float, documents: int) -> str:
+def _banner(base_url: str, elapsed: float, documents: int, moto_endpoint: str) -> str:
     from agent_knowledge_dev.demo import DEMO_ROUTE, DEMO_TOKEN
+    from agent_knowledge_dev.stack import SOURCES_BUCKET
 
     workspace = f"{base_url}/agent-api/v1/workspaces/{DEMO_ROUTE}/knowledge"
     auth = f"-H 'Authorization: Bearer {DEMO_TOKEN}'"
@@ -147,6 +148,8 @@ def _banner(base_url: str, elapsed: float, documents: int) -> str:
             f"  workspace    : {workspace}",
             f"  demo bearer  : {DEMO_TOKEN}",
             f"  demo content : {documents} sample documents in knowledge base 'handbook' (English and Chinese)",
+            f"  sources      : s3://{SOURCES_BUCKET}/<kb_id>/<source_key> is ingested and indexed",
+            f"                 (aws s3 sync DIR s3://{SOURCES_BUCKET}/handbook/ --endpoint-url {moto_endpoint})",
             "  state        : in memory, fresh on every start, gone when serve stops",
             "",
             "Try:",
@@ -177,7 +180,10 @@ def serve(host: str, port: int, quiet: bool = False) -> int:
             with local_stack() as stack:
                 lock.publish(ServerInfo(os.getpid(), api.base_url, stack.moto_endpoint, stack.environment, time.time()))
                 _stop_on_sigterm()
-                print(_banner(api.base_url, time.perf_counter() - started, stack.documents), flush=True)
+                print(
+                    _banner(api.base_url, time.perf_counter() - started, stack.documents, stack.moto_endpoint),
+                    flush=True,
+                )
                 if host not in {"127.0.0.1", "localhost", "::1"}:
                     print(f"warning: listening on {host}; the demo bearer token is public", file=sys.stderr, flush=True)
                 try:
@@ -199,8 +205,10 @@ class LocalStack:
 
 
 @contextmanager
-def local_stack(seed: bool = True) -> Iterator[LocalStack]:
-    """A moto server on loopback with the template's stack (and the demo), this process pointed at it."""
+def local_stack(seed: bool = True, pipeline: bool = True) -> Iterator[LocalStack]:
+    """A moto server on loopback with the template's stack (and the demo), this process pointed at
+    it, and (`pipeline`) the ingestion pipeline running: objects put in the sources bucket are
+    ingested and indexed as on AWS (agent_knowledge_dev.event_sources)."""
     from agent_knowledge.repositories import aws, default_repositories
     from agent_knowledge_dev.demo import seed_demo, seed_sample_documents
     from agent_knowledge_dev.functions import function_logs_to_stderr
@@ -219,6 +227,19 @@ def local_stack(seed: bool = True) -> Iterator[LocalStack]:
         if seed:
             seed_demo(default_repositories())
             documents = seed_sample_documents(default_repositories())
-        yield LocalStack(moto_endpoint, environment, documents)
+        with local_pipeline(enabled=pipeline):
+            yield LocalStack(moto_endpoint, environment, documents)
     finally:
         moto.stop()
+
+
+@contextmanager
+def local_pipeline(enabled: bool = True) -> Iterator[None]:
+    from agent_knowledge_dev.event_sources import start_local_pipeline
+
+    runner = start_local_pipeline() if enabled else None
+    try:
+        yield
+    finally:
+        if runner is not None:
+            runner.stop()

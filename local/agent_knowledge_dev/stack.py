@@ -25,6 +25,10 @@ def bucket_name(logical_id: str) -> str:
     return f"agent-knowledge-{logical_id.lower()}"
 
 
+# Where operators upload documents locally: s3://agent-knowledge-sourcesbucket/<kb_id>/<source_key>.
+SOURCES_BUCKET = bucket_name("SourcesBucket")
+
+
 def _create_table(dynamodb: Any, logical_id: str, properties: dict[str, Any]) -> None:
     request: dict[str, Any] = {
         "TableName": table_name(logical_id),
