@@ -264,4 +264,22 @@ def test_index_lag_is_emitted_as_a_metric_with_only_the_service_dimension(stack,
             "Metrics": [{"Name": "IndexLagSeconds", "Unit": "Seconds"}],
         }
     ]
-    assert metric["Service"] == "agent-knowledge" and metric["IndexLagSeconds"] >= 0
+    # After the batch nothing of the KB is pending: the lag is 0 (docs/DESIGN.md §10).
+    assert metric["Service"] == "agent-knowledge" and metric["IndexLagSeconds"] == 0
+
+
+def test_index_lag_reports_the_oldest_change_still_pending(stack, pipeline, capsys, monkeypatch):
+    from agent_knowledge.errors import KnowledgeUnavailable
+    from agent_knowledge.ingest import batches
+
+    def broken(*args):
+        raise KnowledgeUnavailable("index storage is temporarily unavailable")
+
+    monkeypatch.delenv("POWERTOOLS_METRICS_DISABLED", raising=False)
+    monkeypatch.setattr(batches, "update_kb_index", broken)
+    pipeline.put("kb/doc.md", "# Doc\n\nLag text.")
+    pipeline.runner.step(pipeline.runner.mapping("IngestFunction"))
+    since = record(stack, "doc.md").index_pending_since
+    pipeline.runner.step(pipeline.runner.mapping("IndexerFunction"))
+    (line,) = [json.loads(x) for x in capsys.readouterr().out.splitlines() if '"IndexLagSeconds"' in x]
+    assert line["IndexLagSeconds"] > 0 and since is not None

@@ -128,11 +128,13 @@ def _index_kb(deps: PipelineDependencies, kb_id: str, doc_ids: list[str]) -> Non
     except IngestError:  # the KB was deleted: nothing of it can be indexed, ever
         logger.warning("indexing message for an unknown knowledge base dropped", extra={"kb_id": kb_id})
         return
+    except KnowledgeError:
+        _emit_index_lag(deps, kb_id)
+        raise
+    lag = _emit_index_lag(deps, kb_id)
     if published is None:
-        logger.info("nothing pending", extra={"kb_id": kb_id})
+        logger.info("nothing pending", extra={"kb_id": kb_id, "index_lag_seconds": lag})
         return
-    lag = max(0.0, deps.clock() - published.oldest_pending_since)
-    emit_service_metric(INDEX_LAG_METRIC, "Seconds", round(lag, 3), kb_id=kb_id)
     logger.info(
         "index generation published",
         extra={
@@ -140,6 +142,20 @@ def _index_kb(deps: PipelineDependencies, kb_id: str, doc_ids: list[str]) -> Non
             "generation": published.generation,
             "changes": published.changes,
             "cleared": published.cleared,
-            "lag_seconds": round(lag, 3),
+            # How long the oldest change of this generation waited to become searchable.
+            "published_lag_seconds": round(max(0.0, deps.clock() - published.oldest_pending_since), 3),
+            "index_lag_seconds": lag,
         },
     )
+
+
+def _emit_index_lag(deps: PipelineDependencies, kb_id: str) -> float | None:
+    """IndexLagSeconds (docs/DESIGN.md §10): the age of the KB's oldest change not yet in a
+    published generation, 0 when nothing is pending. None if it could not be read."""
+    try:
+        oldest = deps.repositories.documents.oldest_pending_since(kb_id)
+    except KnowledgeError:
+        return None
+    lag = round(max(0.0, deps.clock() - oldest), 3) if oldest is not None else 0.0
+    emit_service_metric(INDEX_LAG_METRIC, "Seconds", lag, kb_id=kb_id)
+    return lag

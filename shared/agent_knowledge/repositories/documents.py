@@ -10,7 +10,8 @@ from typing import Any
 
 from agent_knowledge.errors import KnowledgeUnavailable
 from agent_knowledge.records import DocumentRecord
-from agent_knowledge.repositories.dynamo import conditional_write, from_item, key, storage_errors, to_item
+from agent_knowledge.repositories.dynamo import conditional_write, from_item, key, to_item
+from agent_knowledge.repositories.errors import storage_errors
 
 # The sparse index of documents whose change is not yet in a published index generation
 # (template.yaml: DocumentsTable, GlobalSecondaryIndexes): key kb_id, sort index_pending_since.
@@ -106,6 +107,20 @@ class DocumentRepository:
             PendingChange(str(item["kb_id"]), str(item["doc_id"]), float(item["index_pending_since"]))
             for item in self._query(request)
         ]
+
+    def oldest_pending_since(self, kb_id: str) -> float | None:
+        """When the KB's oldest change still waiting for the indexer was made (one index item read)."""
+        with storage_errors("document storage"):
+            response = self._dynamodb.query(
+                TableName=self._table,
+                IndexName=PENDING_INDEX,
+                KeyConditionExpression="kb_id = :kb",
+                ExpressionAttributeValues={":kb": {"S": kb_id}},
+                ScanIndexForward=True,
+                Limit=1,
+            )
+        items = response.get("Items", [])
+        return float(from_item(items[0])["index_pending_since"]) if items else None
 
     def clear_pending(self, record: DocumentRecord) -> bool:
         """The record's change is in a published generation: drop its pending mark, unless the
