@@ -156,7 +156,10 @@ def test_the_indexer_function_has_exactly_the_access_it_needs(translated, resour
             [{"Fn::GetAtt": ["DocumentsTable", "Arn"]}, {"Fn::Sub": "${DocumentsTable.Arn}/index/pending"}],
         ),
         "ReadDocumentBodies": ({"s3:GetObject"}, [{"Fn::Sub": "${BodiesBucket.Arn}/bodies/*"}]),
-        "ReadAndPublishIndexes": ({"s3:GetObject", "s3:PutObject"}, [{"Fn::Sub": "${BodiesBucket.Arn}/indexes/*"}]),
+        "PublishAndPruneIndexes": (
+            {"s3:GetObject", "s3:PutObject", "s3:DeleteObject"},
+            [{"Fn::Sub": "${BodiesBucket.Arn}/indexes/*"}],
+        ),
         "ConsumeIndexingRequests": (
             {"sqs:ReceiveMessage", "sqs:DeleteMessage", "sqs:ChangeMessageVisibility", "sqs:GetQueueAttributes"},
             [{"Fn::GetAtt": ["IndexQueue", "Arn"]}],
