@@ -119,7 +119,20 @@ def test_a_declared_charset_is_honoured(stack, pipeline):
     pipeline.put("kb/cafe.txt", "Caf\u00e9 cr\u00e8me notes.".encode("latin-1"), "text/plain; charset=iso-8859-1")
     pipeline.run()
     assert listing(stack) == {"cafe.txt": ("ready", None)}
-    assert search_titles(stack, ["kb"], "crème") == ["cafe.txt"]
+    assert search_titles(stack, ["kb"], "crème") == ["Café crème notes."]
+
+
+def test_the_title_given_to_doc_put_travels_in_the_object_metadata(stack, pipeline):
+    from agent_knowledge.ingest.content import prepare_document
+    from agent_knowledge.ingest.source_files import title_metadata
+
+    body = "# Heading in the file\n\nKestrel notes."
+    pipeline.put("kb/notes.md", body, metadata=title_metadata("Notes über Falken"))
+    pipeline.run()
+    assert search_titles(stack, ["kb"], "kestrel") == ["Notes über Falken"]
+    # The revision is what the uploader computes locally (doc put --wait waits for it).
+    expected = prepare_document("Notes über Falken", body.encode(), "text/markdown", "notes.md").revision
+    assert record(stack, "notes.md").revision == expected
 
 
 def test_an_oversized_object_fails_without_being_read(stack, pipeline, monkeypatch):

@@ -23,10 +23,14 @@ class Pipeline:
     def sqs(self) -> Any:
         return aws.client("sqs")
 
-    def put(self, key: str, body: bytes | str, content_type: str | None = None) -> str:
+    def put(
+        self, key: str, body: bytes | str, content_type: str | None = None, metadata: dict[str, str] | None = None
+    ) -> str:
         """Upload s3://<sources>/<key>; returns the new version id."""
         data = body.encode() if isinstance(body, str) else body
-        extra = {"ContentType": content_type} if content_type else {}
+        extra: dict[str, Any] = {"ContentType": content_type} if content_type else {}
+        if metadata:
+            extra["Metadata"] = metadata
         return self.s3.put_object(Bucket=self.bucket, Key=key, Body=data, **extra)["VersionId"]
 
     def delete(self, key: str) -> None:

@@ -167,7 +167,7 @@ class Ingestor:
         self,
         kb_id: str,
         source_key: str,
-        title: str,
+        title: str | None,
         content: bytes | str,
         *,
         media_type: str = "text/markdown",
@@ -177,7 +177,8 @@ class Ingestor:
         """Store the document; with `rebuild_index`, publish its change to the index before returning."""
         if not source_key:
             raise IngestError("source key must not be empty")
-        prepared = prepare_document(title, content, media_type)
+        # title=None: found in the document, else derived from the source key (ingest/titles.py).
+        prepared = prepare_document(title, content, media_type, source_key)
         self.knowledge_base(kb_id)
         result = self._store(kb_id, source_key, prepared, source)
         if rebuild_index and result.document.index_pending_since is not None:

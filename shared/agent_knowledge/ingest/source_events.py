@@ -21,7 +21,7 @@ from urllib.parse import unquote_plus
 
 from agent_knowledge.ingest.content import MAX_BODY_BYTES, MEDIA_TYPES, IngestError
 from agent_knowledge.ingest.documents import Ingestor, IngestResult, SourceVersion
-from agent_knowledge.ingest.source_files import media_type_of, title_of
+from agent_knowledge.ingest.source_files import media_type_of, title_from_metadata
 from agent_knowledge.repositories import Repositories
 from agent_knowledge.repositories.queues import IndexMessage
 from agent_knowledge.repositories.sources import SourceObjects, SourceTooLarge
@@ -113,24 +113,25 @@ def media_type_from(source_key: str, content_type: str) -> tuple[str, str | None
     return media_type, declared
 
 
-def decode_text(content: bytes, charset: str | None) -> str:
-    """UTF-8 (a byte order mark is dropped) unless the object declares another charset."""
-    if charset:
-        try:
-            codecs.lookup(charset)
-        except LookupError:
-            raise IngestError(f"unknown charset {charset!r} in the object's Content-Type") from None
-        try:
-            return content.decode(charset).removeprefix("\ufeff")
-        except UnicodeDecodeError as exc:
-            raise IngestError(f"content is not valid {charset} (invalid byte at offset {exc.start})") from None
+def decode_declared(content: bytes, charset: str | None) -> bytes | str:
+    """Text in the charset the object's Content-Type declares; without one, the bytes as they are
+    (`prepare_document` decodes them as for every upload: byte order mark, HTML `<meta>`, UTF-8)."""
+    if not charset:
+        return content
     try:
-        return content.decode("utf-8-sig")
+        codecs.lookup(charset)
+    except LookupError:
+        raise IngestError(f"unknown charset {charset!r} in the object's Content-Type") from None
+    try:
+        return content.decode(charset).removeprefix("\ufeff")
     except UnicodeDecodeError as exc:
-        raise IngestError(
-            f"content is not valid UTF-8 (invalid byte at offset {exc.start}) and the object declares no "
-            "charset; upload UTF-8 or set Content-Type with a charset, e.g. text/plain; charset=windows-1252"
-        ) from None
+        raise IngestError(f"content is not valid {charset} (invalid byte at offset {exc.start})") from None
+
+
+NO_CHARSET_HINT = (
+    " and the object's Content-Type declares no charset; upload UTF-8 or declare one, "
+    "e.g. Content-Type: text/plain; charset=windows-1252"
+)
 
 
 @dataclass(frozen=True)
@@ -193,11 +194,23 @@ class SourceIngest:
             return None
         self._check_size(len(found.body))
         media_type, charset = media_type_from(event.source_key, found.content_type)
-        text = decode_text(found.body, charset)
-        title = title_of(text, media_type, fallback=event.source_key)
-        return self._ingestor.put(
-            event.kb_id, event.source_key, title, text, media_type=media_type, rebuild_index=False, source=source
-        )
+        content = decode_declared(found.body, charset)
+        try:
+            # The same preparation as `doc put` (title from metadata, else found in the document),
+            # so the revision an uploader computed locally is the one stored here.
+            return self._ingestor.put(
+                event.kb_id,
+                event.source_key,
+                title_from_metadata(found.metadata),
+                content,
+                media_type=media_type,
+                rebuild_index=False,
+                source=source,
+            )
+        except IngestError as exc:
+            if charset is None and exc.message.startswith("content is not valid UTF-8"):
+                raise IngestError(exc.message + NO_CHARSET_HINT) from None
+            raise
 
     @staticmethod
     def _check_size(size: int) -> None:

@@ -1,14 +1,28 @@
-"""What a source file is: its media type (from its name or Content-Type) and its title.
+"""What a source file is: its media type (from its name) and its title.
 
 Shared by the folder upload of the CLI and the ingest function behind the sources bucket, so a
-document gets the same title and type whichever way it arrives.
+document gets the same title and type whichever way it arrives. How a title is found lives in
+`titles.py`; how bytes become text in `content.decode_text`.
 """
 
 from __future__ import annotations
 
-import html
-import re
+from collections.abc import Mapping
 from pathlib import PurePosixPath
+from urllib.parse import quote, unquote
+
+from agent_knowledge.ingest.content import IngestError, decode_text
+from agent_knowledge.ingest.titles import MAX_TITLE_CHARS, document_title
+
+__all__ = [
+    "MAX_TITLE_CHARS",
+    "MEDIA_TYPES_BY_SUFFIX",
+    "TITLE_METADATA",
+    "media_type_of",
+    "title_from_metadata",
+    "title_metadata",
+    "title_of",
+]
 
 MEDIA_TYPES_BY_SUFFIX = {
     ".md": "text/markdown",
@@ -17,10 +31,6 @@ MEDIA_TYPES_BY_SUFFIX = {
     ".html": "text/html",
     ".htm": "text/html",
 }
-MAX_TITLE_CHARS = 200
-_MARKDOWN_HEADING = re.compile(r"^ {0,3}#{1,6}[ \t]+(.+?)(?:[ \t]+#+)?[ \t]*$", re.MULTILINE)
-_HTML_TITLE = re.compile(r"<title[^>]*>(.*?)</title>|<h1[^>]*>(.*?)</h1>", re.IGNORECASE | re.DOTALL)
-_TAG = re.compile(r"<[^>]+>")
 
 
 def media_type_of(name: str) -> str | None:
@@ -29,13 +39,29 @@ def media_type_of(name: str) -> str | None:
 
 
 def title_of(content: bytes | str, media_type: str, fallback: str) -> str:
-    text = content.decode("utf-8", errors="replace") if isinstance(content, bytes) else content
-    found = None
-    if media_type == "text/markdown":
-        match = _MARKDOWN_HEADING.search(text)
-        found = match.group(1) if match else None
-    elif media_type == "text/html":
-        match = _HTML_TITLE.search(text)
-        found = html.unescape(_TAG.sub("", match.group(1) or match.group(2))) if match else None
-    title = " ".join((found or "").split()) or fallback
-    return title[:MAX_TITLE_CHARS]
+    """The title found in the document, else `fallback` (the source key) without its extension
+    (titles.py). Content that cannot be decoded gets that fallback (its ingest fails with the reason)."""
+    if isinstance(content, str):
+        text = content.removeprefix("\ufeff")
+    else:
+        try:
+            text = decode_text(content, media_type)
+        except IngestError:
+            text = ""
+    return document_title(text, media_type, fallback)
+
+
+# `doc put --title` travels as the object's user metadata `x-amz-meta-title`. S3 metadata is
+# ASCII, so the title is percent-encoded UTF-8; the ingest function decodes it.
+TITLE_METADATA = "title"
+
+
+def title_metadata(title: str) -> dict[str, str]:
+    return {TITLE_METADATA: quote(title, safe=" ")}
+
+
+def title_from_metadata(metadata: Mapping[str, str]) -> str | None:
+    """The title an uploader gave in the object's metadata, or None (find it in the document)."""
+    value = metadata.get(TITLE_METADATA)
+    title = unquote(value, errors="replace").strip() if value else ""
+    return title or None

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from botocore.exceptions import ClientError
@@ -22,6 +22,8 @@ class SourceObject:
     body: bytes
     content_type: str
     version_id: str | None
+    # User metadata (x-amz-meta-*), e.g. the title `doc put --title` sets.
+    metadata: dict[str, str] = field(default_factory=dict)
 
 
 def _gone(exc: ClientError) -> bool:
@@ -55,7 +57,8 @@ class SourceObjects:
             if _gone(exc):
                 return None
             raise
-        return SourceObject(body, str(response.get("ContentType") or ""), response.get("VersionId"))
+        content_type = str(response.get("ContentType") or "")
+        return SourceObject(body, content_type, response.get("VersionId"), dict(response.get("Metadata") or {}))
 
     def current_version(self, key: str) -> str | None:
         """The version id of the key's current object, or None if there is none (deleted)."""
