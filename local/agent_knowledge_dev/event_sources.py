@@ -27,9 +27,10 @@ import uuid
 from dataclasses import dataclass
 from typing import Any
 
-from agent_knowledge_dev.functions import LocalContext, load_handler, queue_functions
+from agent_knowledge_dev.functions import load_handler, queue_functions
 from agent_knowledge_dev.stack import queue_name
 from agent_knowledge_dev.template import FunctionRoute, resources_of_type, template
+from agent_knowledge_dev.testing.lambda_context import LambdaContext
 
 REGION = "us-east-1"
 
@@ -155,7 +156,8 @@ class EventSourceRunner:
         request_id = str(uuid.uuid4())
         self.invocations[mapping.function.function] += 1
         try:
-            response = handler(sqs_event(mapping, messages), LocalContext(mapping.function.function, request_id))
+            context = LambdaContext.for_function(mapping.function.function, request_id)
+            response = handler(sqs_event(mapping, messages), context)
         except Exception:  # noqa: BLE001 - Lambda reports any error as a failed invocation
             print(f"{mapping.function.function} failed:\n{traceback.format_exc()}", file=sys.stderr, flush=True)
             failed = {message["MessageId"] for message in messages}

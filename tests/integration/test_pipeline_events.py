@@ -13,7 +13,7 @@ from agent_knowledge.repositories.documents import document_id
 from agent_knowledge_dev import cli
 from agent_knowledge_dev.admin import create_knowledge_base
 from agent_knowledge_dev.localstate import STATE_DIR_ENV
-from tests.support.events import EVENTS, LambdaContext, load_event, load_function
+from agent_knowledge_dev.testing import EVENTS, LambdaContext, load_event, load_function
 from tests.support.retrieval import search_titles
 
 SOURCE_KEY = "guides/parental-leave.md"

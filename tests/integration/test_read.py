@@ -9,7 +9,7 @@ from agent_knowledge.records import AgentClientSettings
 from agent_knowledge.repositories.documents import document_id
 from agent_knowledge_dev import admin
 from agent_knowledge_dev.demo import DEMO_CLIENT, DEMO_KB, DEMO_ROUTE, DEMO_TOKEN
-from tests.support.events import load_event, with_changes
+from agent_knowledge_dev.testing import load_event, with_changes
 from tests.support.knowledge import bearer, create_run, new_session, put_documents
 
 LONG_BODY = "# Travel guide\n\n" + "".join(
@@ -270,10 +270,16 @@ def test_failing_document_table_is_503(call, library, monkeypatch):
     ref = search_ref(call, "receipt")
     documents = library.repositories.documents
 
-    def throttled(**_):
-        raise ClientError({"Error": {"Code": "ProvisionedThroughputExceededException"}}, "GetItem")
+    client = library.repositories.dynamodb
+    original = client.batch_get_item
 
-    monkeypatch.setattr(documents, "_dynamodb", type("Broken", (), {"get_item": staticmethod(throttled)})())
+    def throttled(**request):
+        # The document record is read in the identity's first batch (issue 16).
+        if documents._table in request["RequestItems"]:
+            raise ClientError({"Error": {"Code": "ProvisionedThroughputExceededException"}}, "BatchGetItem")
+        return original(**request)
+
+    monkeypatch.setattr(client, "batch_get_item", throttled)
     assert error(read(call, {"ref": ref})) == (503, "knowledge_unavailable")
 
 

@@ -16,9 +16,9 @@ from agent_knowledge.references.server_token import reset_codec
 from agent_knowledge.repositories import aws
 from agent_knowledge.retrieval.snapshots import index_cache, snapshot_key
 from agent_knowledge_dev.demo import DEMO_KB
+from agent_knowledge_dev.testing import load_event, with_changes
 from tests.reliability.conftest import OTHER_KB
 from tests.reliability.faults import FAULTS, Fault
-from tests.support.events import load_event, with_changes
 
 MAX_ATTEMPTS = 3
 NOT_RETRIED = {"dynamodb-access-denied", "s3-access-denied"}
@@ -50,7 +50,7 @@ def assert_unavailable(result) -> None:
 def expected_attempts(fault: Fault, endpoint: str) -> dict[str, int]:
     per_call = 1 if fault.name in NOT_RETRIED else MAX_ATTEMPTS
     if fault.service == "dynamodb":
-        return {"GetItem": per_call}  # the session lookup is the first call of every endpoint
+        return {"BatchGetItem": per_call}  # the first batch (session, route, ...) of every endpoint
     if endpoint == "capabilities":
         return {}  # capabilities touches neither bodies nor the signing key
     if fault.service == "s3":

@@ -59,6 +59,20 @@ def reset_dependencies() -> None:
     default_pipeline_dependencies.cache_clear()
 
 
+def create_clients_at_init(*services: str) -> None:
+    """Create the AWS clients a function will certainly use while the container initializes:
+    init CPU is faster than first-invoke CPU on Lambda, and the work is then part of a snapshot.
+
+    Best effort: a client that cannot be created now (no region configured yet, as in some
+    tests) is created on first use instead, where a failure is reported properly.
+    """
+    for service in services:
+        try:
+            aws.client(service)
+        except Exception:  # noqa: BLE001 - retried lazily on first use
+            return
+
+
 def reset_container_caches() -> None:
     """Forget everything the layer caches per container: settings, AWS clients, repositories,
     dependencies, the signing key and opened indexes — as a new container would start.
