@@ -36,7 +36,7 @@ def marked_records(repositories: Repositories, kb_id: str, doc_ids: Iterable[str
     """The KB's records that carry a pending mark: those the `pending` index lists, and `doc_ids`
     (the index is eventually consistent; the queue message names the change that was just made)."""
     wanted = dict.fromkeys([*doc_ids, *(change.doc_id for change in repositories.documents.pending(kb_id))])
-    records = repositories.documents.get_many([(kb_id, doc_id) for doc_id in wanted])
+    records = repositories.documents.get_marks([(kb_id, doc_id) for doc_id in wanted])
     return sorted(
         (record for record in records.values() if record.index_pending_since is not None),
         key=lambda record: record.doc_id,

@@ -73,6 +73,22 @@ class DocumentRepository:
             VALIDATION_ATTRIBUTES,
         )
 
+    def get_marks(self, keys: list[tuple[str, str]]) -> dict[tuple[str, str], DocumentRecord]:
+        """Batch read of (kb_id, doc_id) pairs with their pending marks (what the indexer needs to
+        clear them: revision, status, `index_pending_since`); missing documents are absent."""
+        wanted = list(dict.fromkeys(keys))
+        lookups = [
+            Lookup(
+                self._table,
+                key(kb_id=kb_id, doc_id=doc_id),
+                DocumentRecord.model_validate,
+                "document storage",
+                (*VALIDATION_ATTRIBUTES, "index_pending_since"),
+            )
+            for kb_id, doc_id in wanted
+        ]
+        return {(r.kb_id, r.doc_id): r for r in batch_get(self._dynamodb, lookups) if r is not None}
+
     def get_many(self, keys: list[tuple[str, str]]) -> dict[tuple[str, str], DocumentRecord]:
         """Batch read of (kb_id, doc_id) pairs, as validation needs them (`VALIDATION_ATTRIBUTES`);
         missing documents are absent from the result."""
