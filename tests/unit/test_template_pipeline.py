@@ -25,7 +25,8 @@ def test_sources_bucket_is_private_versioned_encrypted_and_expires_old_versions(
     assert set(bucket["PublicAccessBlockConfiguration"].values()) == {True}
     assert bucket["BucketEncryption"]["ServerSideEncryptionConfiguration"][0]["ServerSideEncryptionByDefault"]
     (rule,) = bucket["LifecycleConfiguration"]["Rules"]
-    assert rule["Status"] == "Enabled" and rule["NoncurrentVersionExpiration"]["NoncurrentDays"] >= 1
+    assert rule["Status"] == "Enabled"
+    assert rule["NoncurrentVersionExpiration"]["NoncurrentDays"] == {"Ref": "NoncurrentVersionExpirationDays"}
     policy = resources["SourcesBucketPolicy"]["Properties"]
     (deny,) = policy["PolicyDocument"]["Statement"]
     assert deny["Effect"] == "Deny" and deny["Condition"] == {"Bool": {"aws:SecureTransport": "false"}}
@@ -71,7 +72,7 @@ def test_queues_redrive_to_dead_letter_queues_that_raise_alarms(resources):
     alarmed = {
         r["Properties"]["Dimensions"][0]["Value"]["Fn::GetAtt"][0]
         for r in resources.values()
-        if r["Type"] == "AWS::CloudWatch::Alarm" and r["Properties"]["Namespace"] == "AWS/SQS"
+        if r["Type"] == "AWS::CloudWatch::Alarm" and r["Properties"].get("Namespace") == "AWS/SQS"
     }
     assert {"SourceDeadLetterQueue", "IndexDeadLetterQueue"} <= alarmed
 
