@@ -79,10 +79,19 @@ def test_the_protocol_functions_can_only_read(cloudformation, function):
         assert READ_VERB.match(verb), action
 
 
-def test_the_bucket_denies_every_request_without_tls(cloudformation):
+BUCKETS = ("BodiesBucket", "SourcesBucket")
+
+
+@pytest.mark.parametrize("bucket", BUCKETS)
+def test_each_bucket_denies_every_request_without_tls(cloudformation, bucket):
     resources = cloudformation["Resources"]
-    (policy,) = [r for r in resources.values() if r["Type"] == "AWS::S3::BucketPolicy"]
-    assert policy["Properties"]["Bucket"] == {"Ref": "BodiesBucket"}
+    buckets = {r["Properties"]["Bucket"]["Ref"] for r in resources.values() if r["Type"] == "AWS::S3::BucketPolicy"}
+    assert buckets == set(BUCKETS)
+    (policy,) = [
+        r
+        for r in resources.values()
+        if r["Type"] == "AWS::S3::BucketPolicy" and r["Properties"]["Bucket"] == {"Ref": bucket}
+    ]
     denials = [
         s
         for s in policy["Properties"]["PolicyDocument"]["Statement"]
@@ -92,7 +101,7 @@ def test_the_bucket_denies_every_request_without_tls(cloudformation):
     (deny,) = denials
     assert deny["Principal"] == "*" and deny["Action"] == "s3:*"
     # The bucket itself and every object in it.
-    assert deny["Resource"] == [{"Fn::GetAtt": ["BodiesBucket", "Arn"]}, {"Fn::Sub": "${BodiesBucket.Arn}/*"}]
+    assert deny["Resource"] == [{"Fn::GetAtt": [bucket, "Arn"]}, {"Fn::Sub": f"${{{bucket}.Arn}}/*"}]
 
 
 def test_tables_and_bucket_are_encrypted_at_rest_and_the_bucket_is_private(cloudformation):
@@ -100,11 +109,13 @@ def test_tables_and_bucket_are_encrypted_at_rest_and_the_bucket_is_private(cloud
     tables = [r for r in resources.values() if r["Type"] == "AWS::DynamoDB::Table"]
     assert len(tables) >= 4
     assert all(t["Properties"]["SSESpecification"]["SSEEnabled"] is True for t in tables)
-    (bucket,) = [r for r in resources.values() if r["Type"] == "AWS::S3::Bucket"]
-    rules = bucket["Properties"]["BucketEncryption"]["ServerSideEncryptionConfiguration"]
-    assert rules[0]["ServerSideEncryptionByDefault"]["SSEAlgorithm"] in {"AES256", "aws:kms"}
-    assert set(bucket["Properties"]["PublicAccessBlockConfiguration"].values()) == {True}
-    assert bucket["Properties"]["OwnershipControls"]["Rules"] == [{"ObjectOwnership": "BucketOwnerEnforced"}]
+    buckets = {name: r for name, r in resources.items() if r["Type"] == "AWS::S3::Bucket"}
+    assert set(buckets) == set(BUCKETS)
+    for bucket in buckets.values():
+        rules = bucket["Properties"]["BucketEncryption"]["ServerSideEncryptionConfiguration"]
+        assert rules[0]["ServerSideEncryptionByDefault"]["SSEAlgorithm"] in {"AES256", "aws:kms"}
+        assert set(bucket["Properties"]["PublicAccessBlockConfiguration"].values()) == {True}
+        assert bucket["Properties"]["OwnershipControls"]["Rules"] == [{"ObjectOwnership": "BucketOwnerEnforced"}]
 
 
 def test_the_api_is_throttled_and_the_limits_are_documented(cloudformation):

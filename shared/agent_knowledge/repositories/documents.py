@@ -73,6 +73,22 @@ class DocumentRepository:
             VALIDATION_ATTRIBUTES,
         )
 
+    def get_marks(self, keys: list[tuple[str, str]]) -> dict[tuple[str, str], DocumentRecord]:
+        """Batch read of (kb_id, doc_id) pairs with their pending marks (what the indexer needs to
+        clear them: revision, status, `index_pending_since`); missing documents are absent."""
+        wanted = list(dict.fromkeys(keys))
+        lookups = [
+            Lookup(
+                self._table,
+                key(kb_id=kb_id, doc_id=doc_id),
+                DocumentRecord.model_validate,
+                "document storage",
+                (*VALIDATION_ATTRIBUTES, "index_pending_since"),
+            )
+            for kb_id, doc_id in wanted
+        ]
+        return {(r.kb_id, r.doc_id): r for r in batch_get(self._dynamodb, lookups) if r is not None}
+
     def get_many(self, keys: list[tuple[str, str]]) -> dict[tuple[str, str], DocumentRecord]:
         """Batch read of (kb_id, doc_id) pairs, as validation needs them (`VALIDATION_ATTRIBUTES`);
         missing documents are absent from the result."""
@@ -118,6 +134,20 @@ class DocumentRepository:
             PendingChange(str(item["kb_id"]), str(item["doc_id"]), float(item["index_pending_since"]))
             for item in self._query(request)
         ]
+
+    def oldest_pending_since(self, kb_id: str) -> float | None:
+        """When the KB's oldest change still waiting for the indexer was made (one index item read)."""
+        with storage_errors("document storage"):
+            response = self._dynamodb.query(
+                TableName=self._table,
+                IndexName=PENDING_INDEX,
+                KeyConditionExpression="kb_id = :kb",
+                ExpressionAttributeValues={":kb": {"S": kb_id}},
+                ScanIndexForward=True,
+                Limit=1,
+            )
+        items = response.get("Items", [])
+        return float(from_item(items[0])["index_pending_since"]) if items else None
 
     def clear_pending(self, record: DocumentRecord) -> bool:
         """The record's change is in a published generation: drop its pending mark, unless the

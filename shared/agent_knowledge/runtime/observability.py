@@ -13,8 +13,11 @@ first request, issue 16). With tracing off (that variable, or outside Lambda, or
 from __future__ import annotations
 
 import functools
+import json
 import os
+import sys
 import threading
+import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -70,3 +73,31 @@ def traced(handler: Handler) -> Handler:
         return wrapped(event, context, **kwargs)
 
     return wrapper
+
+
+SERVICE_DIMENSION = "Service"
+
+
+def emit_service_metric(name: str, unit: str, value: float, **properties: str | int | float) -> None:
+    """One CloudWatch metric (embedded metric format) whose only dimension is Service.
+
+    Alarms match a metric's exact dimension set, and the Powertools metrics add their own
+    `service` dimension; metrics an alarm watches (IndexLagSeconds) are written here instead, one
+    stdout line each, with `properties` as searchable context (never a dimension).
+    """
+    if os.environ.get("POWERTOOLS_METRICS_DISABLED", "").lower() == "true":
+        return
+    namespace = os.environ.get("POWERTOOLS_METRICS_NAMESPACE", "AgentKnowledge")
+    service = os.environ.get("POWERTOOLS_SERVICE_NAME", "agent-knowledge")
+    document = {
+        "_aws": {
+            "Timestamp": int(time.time() * 1000),
+            "CloudWatchMetrics": [
+                {"Namespace": namespace, "Dimensions": [[SERVICE_DIMENSION]], "Metrics": [{"Name": name, "Unit": unit}]}
+            ],
+        },
+        SERVICE_DIMENSION: service,
+        name: value,
+        **properties,
+    }
+    print(json.dumps(document, separators=(",", ":")), file=sys.stdout, flush=True)
