@@ -168,12 +168,33 @@ def test_expiry_is_exact_for_references_and_cursors(call, library):
     library.clock.advance(299)
     assert read(call, {"ref": ref}).status == 200
     cursor = _first_cursor(call, ref)
+    assert read(call, {"ref": ref, "cursor": cursor, "max_bytes": 4096}).status == 200
     library.clock.advance(1)
     assert error(read(call, {"ref": ref})) == (410, "knowledge_reference_expired")
-    # The chain continues on its cursor's clock.
-    assert read(call, {"ref": ref, "cursor": cursor, "max_bytes": 4096}).status == 200
-    library.clock.advance(299)
+    # A cursor never outlives its reference: the whole chain ends with the reference's 300 s.
     assert error(read(call, {"ref": ref, "cursor": cursor})) == (410, "knowledge_reference_expired")
+
+
+def test_an_expired_cursor_is_expired_even_while_its_reference_is_fresh(call, library):
+    from agent_knowledge.references.codec import CursorClaims, reference_digest
+
+    ref = search_ref(call, "travel tips")
+    codec = library.dependencies().token_codec()
+    claims = CursorClaims(reference=reference_digest(ref), offset=0, served=0)
+    stale, _ = codec.issue_cursor(claims, library.clock() - 300)  # e.g. from a container whose clock lags
+    assert error(read(call, {"ref": ref, "cursor": stale})) == (410, "knowledge_reference_expired")
+
+
+def test_a_chain_of_fresh_cursors_cannot_extend_the_reference_lifetime(call, library):
+    ref = search_ref(call, "travel tips")
+    cursor = _first_cursor(call, ref)
+    for _ in range(2):  # a page every 100 s: each cursor is used well within its own 300 s
+        library.clock.advance(100)
+        result = read(call, {"ref": ref, "cursor": cursor, "max_bytes": 4096})
+        assert result.status == 200, result.body
+        cursor = result.json()["next_cursor"]
+    library.clock.advance(100)  # the cursor is 100 s old, the reference 300 s
+    assert error(read(call, {"ref": ref, "cursor": cursor, "max_bytes": 4096})) == (410, "knowledge_reference_expired")
 
 
 def test_invalid_is_reported_before_expired(call, library):

@@ -52,9 +52,12 @@ def _open_tokens(codec: TokenCodec, request: ReadRequest) -> tuple[ReferenceClai
 
 
 def _ensure_fresh(reference: ReferenceClaims, cursor: CursorClaims | None, now: float) -> None:
-    # A chain continues on its cursor's clock: each page issues a cursor valid for 300 s.
+    # Both clocks count: a cursor is issued fresh on every page, so checking it alone would let a
+    # chain refresh itself forever; the reference's 300 s bound the whole chain.
     try:
-        ensure_fresh(cursor.expires_at if cursor else reference.expires_at, now)
+        ensure_fresh(reference.expires_at, now)
+        if cursor is not None:
+            ensure_fresh(cursor.expires_at, now)
     except TokenExpired:
         raise ReferenceExpired() from None
 
