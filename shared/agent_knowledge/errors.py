@@ -58,8 +58,16 @@ class TurnConflict(KnowledgeError):
 
 
 class ReferenceInvalid(KnowledgeError):
+    """One message for every cause, so that a caller holding a stolen token cannot tell a forged
+    one from a genuine one issued to someone else. `reason` names the failed check for the logs
+    only; it never contains the token."""
+
     code = "knowledge_reference_invalid"
     default_message = "the knowledge reference or cursor is invalid"
+
+    def __init__(self, reason: str) -> None:
+        super().__init__()
+        self.reason = reason
 
 
 class ReferenceExpired(KnowledgeError):

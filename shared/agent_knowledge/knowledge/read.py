@@ -38,16 +38,20 @@ from agent_knowledge.runtime.container import Dependencies
 
 
 def _open_tokens(codec: TokenCodec, request: ReadRequest) -> tuple[ReferenceClaims, CursorClaims | None]:
+    # Reasons are the codec's fixed phrases (never token text); they reach the logs only.
     try:
         reference = codec.open_reference(request.ref)
+    except TokenInvalid as exc:
+        raise ReferenceInvalid(f"reference: {exc}") from None
+    try:
         cursor = codec.open_cursor(request.cursor) if request.cursor else None
-    except TokenInvalid:
-        raise ReferenceInvalid() from None
+    except TokenInvalid as exc:
+        raise ReferenceInvalid(f"cursor: {exc}") from None
     if cursor is not None:
         if not hmac.compare_digest(cursor.reference, reference_digest(request.ref)):
             raise ReferenceInvalid("the cursor belongs to another reference")
         if cursor.offset != cursor.served or cursor.served > READ_CHAIN_MAX_BYTES:
-            raise ReferenceInvalid()
+            raise ReferenceInvalid("the cursor's offsets are out of bounds")
     return reference, cursor
 
 
@@ -90,13 +94,13 @@ def read_knowledge(deps: Dependencies, caller: Caller, request: ReadRequest) -> 
     if request.run_id != reference.run_id or not hmac.compare_digest(
         identity_digest(caller, reference.run_id), reference.identity
     ):
-        raise ReferenceInvalid("the reference was issued to another caller or run")
+        raise ReferenceInvalid("issued to another caller or run")
 
     document, scope_revision = _current_document(deps, caller, reference)
     offset = cursor.offset if cursor else 0
     served = cursor.served if cursor else 0
     if offset > document.body_bytes:
-        raise ReferenceInvalid()
+        raise ReferenceInvalid("the cursor's offset is past the end of the body")
 
     end = window_end(offset, served, document.body_bytes, request.max_bytes)
     try:

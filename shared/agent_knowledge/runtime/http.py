@@ -124,10 +124,14 @@ def register_error_handlers(app: APIGatewayHttpResolver) -> None:
     @app.exception_handler(errors.KnowledgeError)
     def _domain_error(error: errors.KnowledgeError) -> Response:
         status = status_of(error)
+        extra: dict[str, Any] = {"error_code": error.code, "status": status}
+        reason = getattr(error, "reason", None)  # what the caller is not told (errors.ReferenceInvalid)
+        if reason:
+            extra["reason"] = reason
         if status >= 500:
-            logger.warning("request failed", extra={"error_code": error.code, "status": status})
+            logger.warning("request failed", extra=extra)
         else:
-            logger.info("request refused", extra={"error_code": error.code, "status": status})
+            logger.info("request refused", extra=extra)
         return error_response(status, error.code, error.message)
 
     @app.not_found
