@@ -7,9 +7,13 @@ import time
 from pathlib import Path
 from typing import Any
 
+from agent_knowledge_dev.arguments import bounded_int
 from agent_knowledge_dev.commands import Command
 from agent_knowledge_dev.console import CliError, print_json
 from agent_knowledge_dev.target import add_target_arguments, connect
+
+# More workers than the AWS clients' 32 pooled connections would only wait for one.
+MAX_WORKERS = 32
 
 
 def _put_arguments(parser: argparse.ArgumentParser) -> None:
@@ -18,7 +22,12 @@ def _put_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--title", help="title (default: the first heading, else the file name)")
     parser.add_argument("--file", type=Path, metavar="PATH", help="the document (.md, .txt or .html)")
     parser.add_argument("--dir", type=Path, metavar="DIR", help="ingest every .md/.txt/.html file below DIR")
-    parser.add_argument("--workers", type=int, default=4, help="parallel uploads with --dir (default 4)")
+    parser.add_argument(
+        "--workers",
+        type=bounded_int(1, MAX_WORKERS),
+        default=4,
+        help=f"parallel uploads with --dir, 1-{MAX_WORKERS} (default 4)",
+    )
     parser.add_argument(
         "--progress",
         action=argparse.BooleanOptionalAction,
