@@ -17,8 +17,10 @@ import json
 import math
 from typing import Any
 
+from agent_knowledge.limits import REQUEST_MAX_DEPTH
+
 # Deeper than any endpoint's own schema (the turns page_context has its own, smaller bound).
-MAX_DEPTH = 32
+MAX_DEPTH = REQUEST_MAX_DEPTH
 
 
 class JsonRejected(ValueError):

@@ -13,7 +13,7 @@ from typing import Any
 
 from botocore.exceptions import ClientError
 
-from agent_knowledge.repositories.dynamo import storage_errors
+from agent_knowledge.repositories.errors import is_missing_object, is_replaced_object, storage_errors
 
 SHA256_METADATA = "sha256"
 
@@ -30,24 +30,10 @@ class BodyReplaced(BodyMissing):
 class StoredBody:
     key: str
     etag: str
-    size: int
 
 
 def body_key(kb_id: str, doc_id: str, revision: str) -> str:
     return f"bodies/{kb_id}/{doc_id}/{revision}"
-
-
-def _status(exc: ClientError) -> int | None:
-    return exc.response.get("ResponseMetadata", {}).get("HTTPStatusCode")
-
-
-def _replaced(exc: ClientError) -> bool:
-    return exc.response.get("Error", {}).get("Code") in {"PreconditionFailed", "412"} or _status(exc) == 412
-
-
-def _missing(exc: ClientError) -> bool:
-    code = exc.response.get("Error", {}).get("Code")
-    return code in {"NoSuchKey", "404", "NotFound"} or _status(exc) == 404 or _replaced(exc)
 
 
 class BodyStore:
@@ -71,7 +57,7 @@ class BodyStore:
                 ContentType="text/plain; charset=utf-8",
                 Metadata={SHA256_METADATA: sha256_hex},
             )
-        return StoredBody(key=key, etag=response["ETag"], size=len(body))
+        return StoredBody(key=key, etag=response["ETag"])
 
     def read_range(self, key: str, start: int, end: int, etag: str | None = None) -> tuple[bytes, dict[str, str]]:
         """Bytes [start, end) and the object's metadata. Raises BodyMissing if it is gone or changed."""
@@ -81,23 +67,23 @@ class BodyStore:
         if etag:
             request["IfMatch"] = etag
         try:
-            with storage_errors("document storage", passthrough=_missing):
+            with storage_errors("document storage", passthrough=is_missing_object):
                 response = self._s3.get_object(**request)
                 data = response["Body"].read()
         except ClientError as exc:
-            if _replaced(exc):
+            if is_replaced_object(exc):
                 raise BodyReplaced(key) from exc
-            if _missing(exc):
+            if is_missing_object(exc):
                 raise BodyMissing(key) from exc
             raise
         return data, response.get("Metadata", {})
 
     def read(self, key: str) -> bytes:
         try:
-            with storage_errors("document storage", passthrough=_missing):
+            with storage_errors("document storage", passthrough=is_missing_object):
                 return self._s3.get_object(Bucket=self._bucket, Key=key)["Body"].read()
         except ClientError as exc:
-            if _missing(exc):
+            if is_missing_object(exc):
                 raise BodyMissing(key) from exc
             raise
 
