@@ -118,12 +118,12 @@ class ReferenceInvalid(SearchAgain):
     code = "knowledge_reference_invalid"
     default_message = "the knowledge reference or cursor is invalid"
 
-    def __init__(self, reason: str) -> None:
-        super().__init__()
+    def __init__(self, reason: str | None = None) -> None:
+        super().__init__()  # never a caller-specific message
         self.reason = reason
 
     def context(self) -> dict[str, Any]:
-        return {"reason": self.reason}
+        return {"reason": self.reason} if self.reason else {}
 
 
 class ReferenceExpired(SearchAgain):
