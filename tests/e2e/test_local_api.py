@@ -151,7 +151,7 @@ def test_bulk_ingest_of_a_folder_with_one_broken_file(local_api: LocalApi, tmp_p
     (folder / "ignored.pdf").write_bytes(b"%PDF-1.4")
 
     assert local_api.cli("kb", "create", "office", "--name", "Office").returncode == 0
-    first = local_api.cli("doc", "put", "office", "--dir", str(folder))
+    first = local_api.cli("doc", "put", "office", "--dir", str(folder), "--wait", "--timeout", "120")
     assert first.returncode == 1, first.stderr
     summary = json.loads(first.stdout)
     assert (summary["files"], summary["created"], summary["updated"], summary["skipped"], summary["failed"]) == (
@@ -167,7 +167,7 @@ def test_bulk_ingest_of_a_folder_with_one_broken_file(local_api: LocalApi, tmp_p
 
     (folder / "broken.md").write_text("# Fixed\n\nNow it is valid text.\n", encoding="utf-8")
     (folder / "guides" / "canteen.txt").write_text("The canteen serves lunch from 11:00.\n", encoding="utf-8")
-    second = local_api.cli("doc", "put", "office", "--dir", str(folder))
+    second = local_api.cli("doc", "put", "office", "--dir", str(folder), "--wait", "--timeout", "120")
     assert second.returncode == 0, second.stderr
     summary = json.loads(second.stdout)
     assert (summary["created"], summary["updated"], summary["skipped"], summary["failed"]) == (1, 1, 2, 0)
@@ -181,6 +181,15 @@ def test_bulk_ingest_of_a_folder_with_one_broken_file(local_api: LocalApi, tmp_p
     _implemented(reply)
     assert reply.status == 200
     assert [hint["title"] for hint in reply.json()["hints"]][0] == "Parking and bicycles"
+
+    # One document with --wait: searchable when the command returns.
+    single = tmp_path / "espresso.md"
+    single.write_text("# Espresso\n\nThe espresso machine descales itself on Fridays.\n", encoding="utf-8")
+    put = local_api.cli("doc", "put", "office", "kitchen/espresso.md", "--file", str(single), "--wait")
+    assert put.returncode == 0, put.stderr
+    assert json.loads(put.stdout)["document"]["status"] == "ready"
+    reply = local_api.search({"query": "descales itself"}, route="office", token=token)
+    assert [hint["title"] for hint in reply.json()["hints"]][0] == "Espresso"
 
 
 def test_user_mistakes_are_one_line_errors(local_api: LocalApi, tmp_path):

@@ -59,7 +59,7 @@ class LocalApi:
         for key, text in documents.items():
             (folder / key).write_text(text, encoding="utf-8")
         done = subprocess.run(
-            [*CLI, "doc", "put", "handbook", "--dir", str(folder)],
+            [*CLI, "doc", "put", "handbook", "--dir", str(folder), "--wait", "--timeout", "100"],
             env=self.environment,
             capture_output=True,
             text=True,
