@@ -15,6 +15,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import statistics
@@ -25,9 +26,10 @@ from pathlib import Path
 from typing import Any
 
 from agent_knowledge.ingest.content import prepare_document
-from agent_knowledge.records import DocumentRecord, KnowledgeBaseRecord
+from agent_knowledge.records import DocumentRecord
 from agent_knowledge.repositories.bodies import body_key
 from agent_knowledge.repositories.documents import document_id
+from agent_knowledge_dev.testing.fakes import MemoryBodies, MemoryDocuments, MemoryKnowledgeBases, MemoryRepositories
 from bench.corpus import documents
 from bench.environment import local_stack
 from bench.warm import _quiet
@@ -36,45 +38,9 @@ from bench.workspace import ingest, seed_demo_workspace
 DOCUMENT_CHARS = 3500  # about 5 chunks per document
 
 
-class _KnowledgeBases:
-    def __init__(self, kb_id: str) -> None:
-        self.record = KnowledgeBaseRecord(kb_id=kb_id, generation=0)
-
-    def get(self, kb_id: str) -> KnowledgeBaseRecord:
-        return self.record
-
-    def claim_generation(self, kb_id: str, expected: int) -> bool:
-        self.record = self.record.model_copy(update={"generation": expected + 1})
-        return True
-
-
-class _Documents:
-    def __init__(self, records: list[DocumentRecord]) -> None:
-        self.records = records
-
-    def list(self, kb_id: str) -> list[DocumentRecord]:
-        return self.records
-
-
-class _Bodies:
-    def __init__(self) -> None:
-        self.objects: dict[str, bytes] = {}
-
-    def read(self, key: str) -> bytes:
-        return self.objects[key]
-
-    def put(self, key: str, body: bytes, sha256_hex: str) -> None:
-        self.objects[key] = body
-
-    def delete(self, key: str) -> None:
-        self.objects.pop(key, None)
-
-
-def in_memory_repositories(kb_id: str, count: int) -> Any:
+def in_memory_repositories(kb_id: str, count: int) -> MemoryRepositories:
     """Repositories holding `count` ready documents, prepared exactly as ingest prepares them."""
-    from types import SimpleNamespace
-
-    bodies, records = _Bodies(), []
+    bodies, records = MemoryBodies(), []
     for document in documents("en", count, DOCUMENT_CHARS, seed=61):
         prepared = prepare_document(document.title, document.body, "text/markdown")
         doc_id = document_id(document.source_key)
@@ -89,7 +55,7 @@ def in_memory_repositories(kb_id: str, count: int) -> Any:
                 created_at=0, updated_at=0, body_etag=hashlib.md5(prepared.body_bytes).hexdigest(),  # noqa: S324
             )
         )  # fmt: skip
-    return SimpleNamespace(knowledge_bases=_KnowledgeBases(kb_id), documents=_Documents(records), bodies=bodies)
+    return MemoryRepositories(bodies, MemoryDocuments(records), MemoryKnowledgeBases(kb_id))
 
 
 def rebuild_in_memory(count: int, repeats: int) -> dict[str, Any]:
@@ -102,7 +68,7 @@ def rebuild_in_memory(count: int, repeats: int) -> dict[str, Any]:
             started = time.perf_counter()
             rebuild_kb_index(repositories, "bench")
             times.append(time.perf_counter() - started)
-    chunks = sum(record.chunk_count for record in repositories.documents.records)
+    chunks = sum(record.chunk_count for record in repositories.documents.records.values())
     return {"documents": count, "chunks": chunks, **_generations(times), "chunks_per_second": round(chunks / times[0])}
 
 
@@ -146,23 +112,16 @@ def bulk_ingest_local(document_count: int, megabytes: float, workers: int = 4) -
         server = Server(work / "state")
         server.start()
         try:
-            _, created = server.cli("kb", "create", "bench")
-            if created.returncode:
-                raise RuntimeError(created.stderr)
-            seconds, put = server.cli(
-                "doc", "put", "bench", "--dir", str(work / "corpus"), "--workers", str(workers), "--no-progress"
-            )
+            server.create_kb("bench")
+            seconds, put = server.put_folder("bench", work / "corpus", workers)
             if put.returncode:
                 # On an overloaded machine the local stack can time out (the CLI then reports
                 # "storage temporarily unavailable"); that is a result to show, not a crash.
                 return {"documents": document_count, "workers": workers, "error": put.stderr.strip()[-300:]}
             summary = json.loads(put.stdout)
         finally:
-            try:
+            with contextlib.suppress(subprocess.TimeoutExpired):  # busy past its grace: stop() killed it
                 server.stop()
-            except subprocess.TimeoutExpired:  # a server busy past its shutdown grace: ours to end
-                server.process.kill()
-                server.process.wait(timeout=30)
     return {
         "documents": document_count,
         "bytes": total,

@@ -15,7 +15,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-MARKER = "BENCH_RESULT "
+from bench.child import report
 
 
 def _status_kib(field: str) -> int:
@@ -49,9 +49,9 @@ class _NoRecords:
 
 def main() -> None:
     snapshot_path, queries_path = sys.argv[1], sys.argv[2]
-    from bench import handlers
+    from agent_knowledge_dev.testing import load_function
 
-    handlers.load("search")
+    load_function("search")
     from types import SimpleNamespace
 
     from agent_knowledge.identity.scope import Scope
@@ -79,7 +79,7 @@ def main() -> None:
             result["hits"] = candidates
     result["peak_rss_mib"] = _mib(_status_kib("VmHWM"))
     result["pid"] = os.getpid()
-    print(MARKER + json.dumps(result), flush=True)
+    report(result)
 
 
 if __name__ == "__main__":

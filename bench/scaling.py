@@ -23,7 +23,6 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from types import SimpleNamespace
 from typing import Any
 
 from agent_knowledge.identity.scope import Scope
@@ -32,7 +31,8 @@ from agent_knowledge.ingest.content import chunk_digest
 from agent_knowledge.records import DocumentRecord, KnowledgeBaseRecord, KnowledgeConfig, SourceConfig
 from agent_knowledge.retrieval import retrieve
 from agent_knowledge.retrieval.builder import IndexedChunk, build_snapshot
-from agent_knowledge.retrieval.snapshots import IndexCache
+from agent_knowledge.retrieval.snapshots import IndexCache, publish
+from agent_knowledge_dev.testing.fakes import MemoryDocuments, MemoryRepositories
 from bench.corpus import documents, known_item_queries
 from bench.retrieval.systems import BenchChunk, Bm25s, TantivyDirect
 from bench.stats import ratio, summary_ms
@@ -55,26 +55,6 @@ def synthetic_chunks(count: int, language: str = "en", seed: int = 31) -> list[B
             if len(chunks) == count:
                 return chunks
     raise AssertionError("the generator made too few chunks")
-
-
-class _Bodies:
-    """Stands in for S3: the snapshot bytes a cold container fetches."""
-
-    def __init__(self, snapshot: bytes) -> None:
-        self.snapshot = snapshot
-
-    def read(self, key: str) -> bytes:
-        return self.snapshot
-
-
-class _Documents:
-    """Stands in for DynamoDB: the current records in memory."""
-
-    def __init__(self, records: dict[tuple[str, str], DocumentRecord]) -> None:
-        self.records = records
-
-    def get_many(self, keys: list[tuple[str, str]]) -> dict[tuple[str, str], DocumentRecord]:
-        return {key: self.records[key] for key in keys if key in self.records}
 
 
 def document_records(chunks: list[BenchChunk]) -> tuple[dict[tuple[str, str], DocumentRecord], list[IndexedChunk]]:
@@ -107,7 +87,8 @@ class OursQueryPath:
         started = time.perf_counter()
         self.snapshot, _ = build_snapshot(indexed)
         self.build_seconds = time.perf_counter() - started
-        self._repositories = SimpleNamespace(bodies=_Bodies(self.snapshot), documents=_Documents(records))
+        self._repositories = MemoryRepositories(documents=MemoryDocuments(records.values()))
+        publish(self._repositories.bodies, KB_ID, 1, self.snapshot)
         config = KnowledgeConfig(enabled=True, sources=[SourceConfig(kb_id=KB_ID)])  # default top_k=10, max_docs=3
         self._scope = Scope(config, {KB_ID: KnowledgeBaseRecord(kb_id=KB_ID, generation=1)})
         self._root = tempfile.mkdtemp(prefix="ak-bench-ours-")

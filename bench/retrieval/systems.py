@@ -10,7 +10,6 @@ import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from types import SimpleNamespace
 from typing import Any
 
 import tantivy
@@ -22,7 +21,8 @@ from agent_knowledge.retrieval import schema as fields
 from agent_knowledge.retrieval.analyzer import query_tokens
 from agent_knowledge.retrieval.builder import IndexedChunk, build_snapshot, unpack
 from agent_knowledge.retrieval.kb_index import AnalyzedQuery
-from agent_knowledge.retrieval.snapshots import IndexCache
+from agent_knowledge.retrieval.snapshots import IndexCache, publish
+from agent_knowledge_dev.testing.fakes import MemoryDocuments, MemoryRepositories
 
 TOP_DOCS = 3
 CHUNK_HITS = 30  # chunk hits fetched by the baselines before grouping them into documents
@@ -40,28 +40,6 @@ def top_documents(chunk_docs: list[str]) -> list[str]:
     return list(dict.fromkeys(chunk_docs))[:TOP_DOCS]
 
 
-class _Bodies:
-    """Stands in for S3: serves the one snapshot (counting reads)."""
-
-    def __init__(self, snapshot: bytes) -> None:
-        self.snapshot = snapshot
-        self.reads = 0
-
-    def read(self, key: str) -> bytes:
-        self.reads += 1
-        return self.snapshot
-
-
-class _Documents:
-    """Stands in for DynamoDB: the current records, in memory (no AWS calls)."""
-
-    def __init__(self, records: dict[tuple[str, str], DocumentRecord]) -> None:
-        self.records = records
-
-    def get_many(self, keys: list[tuple[str, str]]) -> dict[tuple[str, str], DocumentRecord]:
-        return {key: self.records[key] for key in keys if key in self.records}
-
-
 @dataclass
 class Ours:
     """The query API (`retrieve`) over our index: KB scope, validation, grouping, matched terms."""
@@ -74,6 +52,7 @@ class Ours:
     _scope: Any = None
     _cache: IndexCache | None = None
     _root: str = ""
+    _snapshot: bytes = b""
     _doc_of: dict[str, str] = field(default_factory=dict)
 
     def build(self, chunks: list[BenchChunk]) -> None:
@@ -90,9 +69,12 @@ class Ours:
                 chunk_count=len(doc_chunks), chunk_digests=[c.digest for c in doc_chunks],
             )  # fmt: skip
         doc_ids = {doc: doc_id for doc_id, doc in self._doc_of.items()}
-        snapshot, _ = build_snapshot(IndexedChunk(doc_ids[c.doc], "r1", c.index, c.digest, c.text) for c in chunks)
-        self.snapshot_bytes = len(snapshot)
-        self._repositories = SimpleNamespace(bodies=_Bodies(snapshot), documents=_Documents(records))
+        self._snapshot, _ = build_snapshot(
+            IndexedChunk(doc_ids[c.doc], "r1", c.index, c.digest, c.text) for c in chunks
+        )
+        self.snapshot_bytes = len(self._snapshot)
+        self._repositories = MemoryRepositories(documents=MemoryDocuments(records.values()))
+        publish(self._repositories.bodies, self.kb_id, 1, self._snapshot)
         config = KnowledgeConfig(enabled=True, sources=[SourceConfig(kb_id=self.kb_id)], top_k=TOP_DOCS, max_docs=3)
         self._scope = Scope(config, {self.kb_id: KnowledgeBaseRecord(kb_id=self.kb_id, generation=1)})
         self._root = tempfile.mkdtemp(prefix="bench-ours-")
@@ -115,7 +97,7 @@ class Ours:
         document fetched and grouped — what the query API does minus normalization, validation
         and matched terms. The yardstick for the API's overhead."""
         directory = tempfile.mkdtemp(prefix="bench-raw-", dir=self._root)
-        unpack(self._repositories.bodies.snapshot, directory)
+        unpack(self._snapshot, directory)
         searcher = tantivy.Index.open(directory).searcher()
         schema = fields.schema()
 

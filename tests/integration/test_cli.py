@@ -19,9 +19,8 @@ from agent_knowledge_dev import cli
 from agent_knowledge_dev.commands import Command
 from agent_knowledge_dev.demo import DEMO_KB, DEMO_ROUTE
 from agent_knowledge_dev.localstate import STATE_DIR_ENV, ServeLock, ServerInfo
-from agent_knowledge_dev.runtime import reset_caches
-from agent_knowledge_dev.server import local_stack
 from agent_knowledge_dev.template import function_routes
+from agent_knowledge_dev.testing import moto_server_stack, reset_caches
 
 EVENTS = Path(__file__).resolve().parents[2] / "events"
 LOCAL_SOURCES_BUCKET = "agent-knowledge-sourcesbucket"
@@ -34,12 +33,12 @@ def running_stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
     lock = ServeLock()
     lock.acquire()
     try:
-        with local_stack() as stack:
+        with moto_server_stack() as stack:
             environment = dict(stack.environment)
             if "SOURCES_BUCKET" not in environment:  # a template without the pipeline: upload-only tests
                 aws.client("s3").create_bucket(Bucket=LOCAL_SOURCES_BUCKET)
                 environment["SOURCES_BUCKET"] = LOCAL_SOURCES_BUCKET
-            lock.publish(ServerInfo(os.getpid(), "http://127.0.0.1:0", stack.moto_endpoint, environment, 0.0))
+            lock.publish(ServerInfo(os.getpid(), "http://127.0.0.1:0", stack.endpoint, environment, 0.0))
             yield
     finally:
         lock.release()
