@@ -1,4 +1,4 @@
-"""Put, delete and list a knowledge base's documents; rebuild its index.
+"""Put, delete and list a knowledge base's documents; update or rebuild its index.
 
 A put validates and prepares everything first (`document_content`), so bad input changes
 nothing stored. Then: the body goes to S3 under a key immutable per revision, and the
@@ -10,6 +10,7 @@ recorded as `pending`; if its body cannot be stored it is marked `error` with a 
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from dataclasses import dataclass
 from typing import Literal
 
@@ -21,7 +22,9 @@ from agent_knowledge.ingest.content import (
     PreparedDocument,
     prepare_document,
 )
-from agent_knowledge.ingest.index_rebuild import RecentChunks, rebuild_kb_index
+from agent_knowledge.ingest.index_chunks import RecentChunks
+from agent_knowledge.ingest.index_rebuild import rebuild_kb_index
+from agent_knowledge.ingest.index_update import update_kb_index
 from agent_knowledge.records import DocumentRecord
 from agent_knowledge.repositories import Repositories
 from agent_knowledge.repositories.bodies import body_key
@@ -97,7 +100,7 @@ class Ingestor:
         self._require_kb(kb_id)
         result = self._store(kb_id, source_key, prepared)
         if rebuild_index and result.outcome != "skipped":
-            self.rebuild_index(kb_id)
+            self.update_index(kb_id, [result.document.doc_id])
         return result
 
     def _store(self, kb_id: str, source_key: str, prepared: PreparedDocument) -> IngestResult:
@@ -143,14 +146,19 @@ class Ingestor:
         deleted = self._repositories.documents.delete(kb_id, doc_id)
         self._repositories.bodies.delete(existing.body_key)
         if rebuild_index:
-            self.rebuild_index(kb_id)
+            self.update_index(kb_id, [doc_id])
         return deleted
 
     def list(self, kb_id: str) -> list[DocumentRecord]:
         self._require_kb(kb_id)
         return list(self._repositories.documents.list(kb_id))
 
+    def update_index(self, kb_id: str, doc_ids: Collection[str]) -> int:
+        """Apply these documents' current records to the KB's index (incremental); returns the generation."""
+        self._require_kb(kb_id)
+        return update_kb_index(self._repositories, kb_id, doc_ids, known=self._recent)
+
     def rebuild_index(self, kb_id: str) -> int:
-        """Build and upload the KB's index from its ready documents; returns the new generation."""
+        """Build and upload the KB's index in full from its ready documents; returns the new generation."""
         self._require_kb(kb_id)
         return rebuild_kb_index(self._repositories, kb_id, known=self._recent)

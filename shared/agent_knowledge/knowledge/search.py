@@ -65,7 +65,13 @@ def search_knowledge(
         _record_metrics(outcome, started)
         return outcome
 
-    result = retrieve(deps.repositories, scope, query.strip(), max_docs=min(limit, scope.config.max_docs))
+    result = retrieve(
+        deps.repositories.bodies,
+        deps.repositories.documents,
+        scope,
+        query.strip(),
+        max_docs=min(limit, scope.config.max_docs),
+    )
     now = deps.clock()
     drafts = []
     for found in result.documents:
