@@ -21,12 +21,14 @@ import statistics
 import subprocess
 import tempfile
 import time
+from collections.abc import Iterator
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from agent_knowledge.ingest.content import prepare_document
 from agent_knowledge.records import DocumentRecord, KnowledgeBaseRecord
-from agent_knowledge.repositories.bodies import body_key
+from agent_knowledge.repositories.bodies import BodyMissing, ListedObject, body_key
 from agent_knowledge.repositories.documents import document_id
 from bench.corpus import documents
 from bench.environment import local_stack
@@ -43,8 +45,10 @@ class _KnowledgeBases:
     def get(self, kb_id: str) -> KnowledgeBaseRecord:
         return self.record
 
-    def claim_generation(self, kb_id: str, expected: int) -> bool:
-        self.record = self.record.model_copy(update={"generation": expected + 1})
+    def publish_index(self, kb_id: str, expected: int, manifests: list[str]) -> bool:
+        if self.record.generation != expected:
+            return False
+        self.record = self.record.model_copy(update={"generation": expected + 1, "index_manifests": manifests})
         return True
 
 
@@ -55,16 +59,33 @@ class _Documents:
     def list(self, kb_id: str) -> list[DocumentRecord]:
         return self.records
 
+    def get_many(self, keys: list[tuple[str, str]]) -> dict[tuple[str, str], DocumentRecord]:
+        wanted = set(keys)
+        return {(r.kb_id, r.doc_id): r for r in self.records if (r.kb_id, r.doc_id) in wanted}
+
 
 class _Bodies:
     def __init__(self) -> None:
         self.objects: dict[str, bytes] = {}
 
     def read(self, key: str) -> bytes:
+        if key not in self.objects:
+            raise BodyMissing(key)
         return self.objects[key]
 
     def put(self, key: str, body: bytes, sha256_hex: str) -> None:
         self.objects[key] = body
+
+    def put_file(self, key: str, source: Any, sha256_hex: str, content_type: str) -> None:
+        self.objects[key] = source.read()
+
+    def download(self, key: str, target: Any) -> int:
+        target.write(self.objects[key])
+        return len(self.objects[key])
+
+    def list(self, prefix: str) -> Iterator[ListedObject]:
+        now = datetime.now(UTC)
+        return iter([ListedObject(key, len(data), now) for key, data in self.objects.items() if key.startswith(prefix)])
 
     def delete(self, key: str) -> None:
         self.objects.pop(key, None)

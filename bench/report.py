@@ -126,14 +126,14 @@ def _memory(doc: dict[str, Any]) -> list[str]:
     lines = [
         f"**4. Memory** ({doc['commit']}; fresh process: search handler imported, index loaded, 200 queries; MiB)",
         "",
-        "| chunks | snapshot MB | /tmp MB | RSS after import | after load | peak (VmHWM) |",
+        "| chunks | index MB | /tmp MB | RSS after import | after load | peak (VmHWM) |",
         "|---:|---:|---:|---:|---:|---:|",
         f"| handler only | – | – | {figure['handler_only']['imported_rss_mib']} | – | "
         f"{figure['handler_only']['peak_rss_mib']} |",
     ]
     for point in figure["points"]:
         lines.append(
-            f"| {point['chunks']} | {point['snapshot_bytes'] / 1e6:.1f} | {point['tmp_bytes'] / 1e6:.1f} | "
+            f"| {point['chunks']} | {point['index_bytes'] / 1e6:.1f} | {point['tmp_bytes'] / 1e6:.1f} | "
             f"{point['imported_rss_mib']} | {point['loaded_rss_mib']} | {point['peak_rss_mib']} |"
         )
     lines += [

@@ -4,25 +4,26 @@ at most 3 distinct documents, a document ranked by its best chunk."""
 
 from __future__ import annotations
 
+import os
 import re
 import shutil
 import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from types import SimpleNamespace
 from typing import Any
 
 import tantivy
 
 from agent_knowledge.identity.scope import Scope
-from agent_knowledge.records import DocumentRecord, KnowledgeBaseRecord, KnowledgeConfig, SourceConfig
+from agent_knowledge.records import DocumentRecord, KnowledgeConfig, SourceConfig
 from agent_knowledge.retrieval import retrieve
 from agent_knowledge.retrieval import schema as fields
 from agent_knowledge.retrieval.analyzer import query_tokens
-from agent_knowledge.retrieval.builder import IndexedChunk, build_snapshot, unpack
+from agent_knowledge.retrieval.builder import IndexedChunk
+from agent_knowledge.retrieval.index_cache import IndexCache
 from agent_knowledge.retrieval.kb_index import AnalyzedQuery
-from agent_knowledge.retrieval.snapshots import IndexCache
+from agent_knowledge.retrieval.local_files import LocalFiles
 
 TOP_DOCS = 3
 CHUNK_HITS = 30  # chunk hits fetched by the baselines before grouping them into documents
@@ -38,18 +39,6 @@ class BenchChunk:
 
 def top_documents(chunk_docs: list[str]) -> list[str]:
     return list(dict.fromkeys(chunk_docs))[:TOP_DOCS]
-
-
-class _Bodies:
-    """Stands in for S3: serves the one snapshot (counting reads)."""
-
-    def __init__(self, snapshot: bytes) -> None:
-        self.snapshot = snapshot
-        self.reads = 0
-
-    def read(self, key: str) -> bytes:
-        self.reads += 1
-        return self.snapshot
 
 
 class _Documents:
@@ -68,9 +57,11 @@ class Ours:
 
     name: str = "ours"
     kb_id: str = "bench"
-    snapshot_bytes: int = 0
+    index_bytes: int = 0
     load_ms: float = 0.0
-    _repositories: Any = None
+    _objects: Any = None
+    _documents: Any = None
+    _kb: Any = None
     _scope: Any = None
     _cache: IndexCache | None = None
     _root: str = ""
@@ -90,32 +81,39 @@ class Ours:
                 chunk_count=len(doc_chunks), chunk_digests=[c.digest for c in doc_chunks],
             )  # fmt: skip
         doc_ids = {doc: doc_id for doc_id, doc in self._doc_of.items()}
-        snapshot, _ = build_snapshot(IndexedChunk(doc_ids[c.doc], "r1", c.index, c.digest, c.text) for c in chunks)
-        self.snapshot_bytes = len(snapshot)
-        self._repositories = SimpleNamespace(bodies=_Bodies(snapshot), documents=_Documents(records))
-        config = KnowledgeConfig(enabled=True, sources=[SourceConfig(kb_id=self.kb_id)], top_k=TOP_DOCS, max_docs=3)
-        self._scope = Scope(config, {self.kb_id: KnowledgeBaseRecord(kb_id=self.kb_id, generation=1)})
+        from bench.index_store import DirectoryObjects, publish_chunks
+
         self._root = tempfile.mkdtemp(prefix="bench-ours-")
-        self._cache = IndexCache(root=self._root)
+        self._objects = DirectoryObjects(os.path.join(self._root, "bucket"))
+        indexed = (IndexedChunk(doc_ids[c.doc], "r1", c.index, c.digest, c.text) for c in chunks)
+        self._kb, manifest = publish_chunks(indexed, self._objects, self.kb_id)
+        self.index_bytes = manifest.total_bytes
+        self._documents = _Documents(records)
+        config = KnowledgeConfig(enabled=True, sources=[SourceConfig(kb_id=self.kb_id)], top_k=TOP_DOCS, max_docs=3)
+        self._scope = Scope(config, {self.kb_id: self._kb})
+        self._cache = IndexCache(LocalFiles(os.path.join(self._root, "warm")))
         started = time.perf_counter()
-        self._cache.get(self._repositories.bodies, self.kb_id, 1)  # a cold container's first load
+        self._cache.get(self._objects, self._kb)  # a cold container's first load
         self.load_ms = (time.perf_counter() - started) * 1000
 
     def cold_load_ms(self) -> float:
-        """Time to turn the fetched snapshot bytes into a searchable index in a fresh cache."""
-        cache = IndexCache(root=tempfile.mkdtemp(prefix="bench-cold-"))
+        """Time to turn the published index into a searchable one in a fresh cache (files from disk)."""
+        cache = IndexCache(LocalFiles(tempfile.mkdtemp(prefix="bench-cold-", dir=self._root)))
         started = time.perf_counter()
-        cache.get(self._repositories.bodies, self.kb_id, 1)
+        cache.get(self._objects, self._kb)
         elapsed = (time.perf_counter() - started) * 1000
         cache.clear()
+        cache.files.clear()
         return elapsed
 
     def raw_engine(self) -> Callable[[str], list[str]]:
         """tantivy alone on the very same index files: the query's terms OR-ed, 3 hits per wanted
         document fetched and grouped — what the query API does minus normalization, validation
         and matched terms. The yardstick for the API's overhead."""
-        directory = tempfile.mkdtemp(prefix="bench-raw-", dir=self._root)
-        unpack(self._repositories.bodies.snapshot, directory)
+        raw = IndexCache(LocalFiles(tempfile.mkdtemp(prefix="bench-raw-", dir=self._root)))
+        raw.get(self._objects, self._kb)
+        directory = raw.opened_directory(self.kb_id)
+        assert directory is not None
         searcher = tantivy.Index.open(directory).searcher()
         schema = fields.schema()
 
@@ -131,8 +129,8 @@ class Ours:
         return search
 
     def search(self, query: str) -> list[str]:
-        result = retrieve(self._repositories, self._scope, query, TOP_DOCS, cache=self._cache)  # type: ignore[arg-type]
-        assert not result.failed_kb_ids and self._repositories.bodies.reads == 1
+        result = retrieve(self._objects, self._documents, self._scope, query, TOP_DOCS, cache=self._cache)
+        assert not result.failed_kb_ids
         return [self._doc_of[hit.document.doc_id] for hit in result.documents]
 
     def close(self) -> None:

@@ -170,6 +170,11 @@ class IndexCache:
         remove_directory(entry.directory)
         self.files.hold(f"index-cache:{kb_id}", [])
 
+    def opened_directory(self, kb_id: str) -> str | None:
+        """The directory the KB's served generation was opened from (benchmarks open the same files)."""
+        entry = self._entries.get(kb_id)
+        return entry.directory if entry else None
+
     def clear(self) -> None:
         with self._lock:
             for kb_id, entry in list(self._entries.items()):
