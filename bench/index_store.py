@@ -54,12 +54,13 @@ class DirectoryObjects:
         self.downloaded_bytes += written
         return written
 
-    def put_file(self, key: str, source: BinaryIO, sha256_hex: str, content_type: str) -> None:
+    def put_file(self, key: str, source: BinaryIO, sha256_hex: str, content_type: str) -> int:
         path = self._path(key)
         os.makedirs(os.path.dirname(path), exist_ok=True)
         with open(path, "wb") as target:
             shutil.copyfileobj(source, target)
         self.uploaded_bytes += os.path.getsize(path)
+        return os.path.getsize(path)
 
     def total_bytes(self) -> int:
         return sum(os.path.getsize(os.path.join(d, n)) for d, _, names in os.walk(self.root) for n in names)

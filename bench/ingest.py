@@ -76,8 +76,9 @@ class _Bodies:
     def put(self, key: str, body: bytes, sha256_hex: str) -> None:
         self.objects[key] = body
 
-    def put_file(self, key: str, source: Any, sha256_hex: str, content_type: str) -> None:
+    def put_file(self, key: str, source: Any, sha256_hex: str, content_type: str) -> int:
         self.objects[key] = source.read()
+        return len(self.objects[key])
 
     def download(self, key: str, target: Any) -> int:
         target.write(self.objects[key])

@@ -35,8 +35,7 @@ from hypothesis import settings as hypothesis_settings  # noqa: E402
 hypothesis_settings.register_profile("shared-machine", deadline=None)
 hypothesis_settings.load_profile("shared-machine")
 
-from agent_knowledge.repositories import aws  # noqa: E402
-from agent_knowledge.repositories import Repositories  # noqa: E402
+from agent_knowledge.repositories import Repositories, aws  # noqa: E402
 from agent_knowledge.runtime.clock import Clock  # noqa: E402
 from agent_knowledge.runtime.container import Dependencies  # noqa: E402
 from agent_knowledge.settings import get_settings  # noqa: E402

@@ -95,23 +95,11 @@ def resolve_environment(parameters: dict[str, str]) -> dict[str, str]:
 
 
 def reset_container_caches() -> None:
-    """Forget everything the layer caches per container: settings, clients, repositories,
-    dependencies, the signing key and opened indexes. Tests and benchmarks start a new moto
-    stack (whose KB generations begin again at 0) and must not see the previous one's state."""
-    import sys
+    """The layer's `reset_container_caches` (kept under this name for the dev tooling and tests).
 
-    from agent_knowledge.references.server_token import reset_codec
-    from agent_knowledge.repositories import aws, reset_repositories
-    from agent_knowledge.runtime.container import reset_dependencies
-    from agent_knowledge.settings import reset_settings
+    Imported when called, not at module import: importing the layer's runtime creates the
+    Powertools logger and metrics, which must see the caller's environment (namespace, service).
+    """
+    from agent_knowledge.runtime.container import reset_container_caches as reset_layer_caches
 
-    # Only if retrieval was imported (nothing cached otherwise): importing it here would create the
-    # Powertools logger and metrics before the caller has set their environment (namespace, service).
-    index_cache = sys.modules.get("agent_knowledge.retrieval.index_cache")
-    if index_cache is not None:
-        index_cache.reset_local_state()
-    reset_codec()
-    reset_settings()
-    aws.reset_clients()
-    reset_repositories()
-    reset_dependencies()
+    reset_layer_caches()

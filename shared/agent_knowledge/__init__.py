@@ -1,5 +1,46 @@
 """Agent knowledge protocol (`bailing.agent-knowledge.v1`) — the shared Lambda layer.
 
-Domain code here knows nothing of API Gateway: handlers in `functions/` parse events,
-call into this package and map its errors to HTTP with `agent_knowledge.runtime.http`.
+Where each part of the protocol lives (sections of docs/DESIGN.md):
+
+    §2 identity, audience ............ identity/ (caller, audience)
+    §3 knowledge scope revision ...... identity/scope
+    §4 runs and managed tasks ........ identity/runs
+    §5 references, cursors, errors ... references/ (codec, binding, server_token), errors
+    §6 byte budgets .................. knowledge/ (search_budget, read_budget), wire, limits
+    §7 HTTP surface .................. runtime/http (functions/*/app.py are thin handlers)
+    §8 retrieval and validation ...... retrieval/, knowledge/search
+    §9 turns ......................... turns/
+    §10 ingestion and the index ...... ingest/ (write side; no query function imports it)
+    storage .......................... repositories/ (the only code that touches boto3/botocore)
+
+Root modules: `limits` (every protocol number), `errors` (the domain error ladder), `settings`,
+`records` (stored records), `models` (API models), `wire` (exact JSON bytes and their cost).
+
+Subpackages re-export their public names lazily (`lazy_exports`), so importing one name never
+loads another function's dependencies (tantivy, the ingest code) at cold start.
 """
+
+from __future__ import annotations
+
+import importlib
+import sys
+from collections.abc import Callable
+from typing import Any
+
+
+def lazy_exports(package: str, exports: dict[str, str]) -> tuple[Callable[[str], Any], Callable[[], list[str]]]:
+    """`__getattr__` and `__dir__` for a package that re-exports `exports` (name → submodule),
+    importing a submodule only when one of its names is first used."""
+
+    def __getattr__(name: str) -> Any:
+        submodule = exports.get(name)
+        if submodule is None:
+            raise AttributeError(f"module {package!r} has no attribute {name!r}")
+        value = getattr(importlib.import_module(f"{package}.{submodule}"), name)
+        setattr(sys.modules[package], name, value)  # later lookups skip __getattr__
+        return value
+
+    def __dir__() -> list[str]:
+        return sorted(set(vars(sys.modules[package])) | set(exports))
+
+    return __getattr__, __dir__

@@ -1,10 +1,31 @@
-"""Domain errors. They carry a protocol error code and a short, safe message.
+"""Domain errors: a ladder by what the caller can do about them, each carrying a protocol error
+code, a short safe message and the context a caller (or a log line) needs.
+
+    KnowledgeError
+    ├── InvalidRequest                 fix the request
+    ├── AccessRefused                  the bearer or the route (docs/DESIGN.md §2)
+    │   ├── Unauthorized
+    │   └── WorkspaceNotFound
+    ├── RunRefused(run_id)             the run named in the request (§4)
+    │   ├── RunNotFound
+    │   ├── RunNotReady
+    │   └── TaskNotActive
+    ├── TurnConflict                   an idempotency key already bound to another request (§9)
+    ├── SearchAgain                    the reference cannot be used; a new search is the remedy (§5)
+    │   ├── ReferenceInvalid
+    │   ├── ReferenceExpired(expires_at)
+    │   ├── ScopeChanged
+    │   └── KnowledgeChanged
+    └── KnowledgeUnavailable(store)    storage or index failure; retry later
 
 HTTP statuses live in `agent_knowledge.runtime.http`, not here: the domain does not know it is
-served over HTTP. Messages never contain bodies, tokens, keys or storage details.
+served over HTTP. Messages never contain bodies, tokens, keys or storage details; the context
+attributes are identifiers and times only, safe to log.
 """
 
 from __future__ import annotations
+
+from typing import Any
 
 
 class KnowledgeError(Exception):
@@ -17,35 +38,60 @@ class KnowledgeError(Exception):
         self.message = message or self.default_message
         super().__init__(self.message)
 
+    def context(self) -> dict[str, Any]:
+        """What the error knows beyond its code, for log lines (never secrets or bodies)."""
+        return {}
+
 
 class InvalidRequest(KnowledgeError):
     code = "invalid_request"
     default_message = "the request is invalid"
 
 
-class Unauthorized(KnowledgeError):
+# -- access: who is calling and which route they may use --------------------------------------
+
+
+class AccessRefused(KnowledgeError):
+    """The bearer or the route does not grant access."""
+
+
+class Unauthorized(AccessRefused):
     code = "unauthorized"
     default_message = "a valid agent bearer token is required"
 
 
-class WorkspaceNotFound(KnowledgeError):
+class WorkspaceNotFound(AccessRefused):
     """Same answer whether the route exists or not: no enumeration."""
 
     code = "workspace_not_found"
     default_message = "workspace not found"
 
 
-class RunNotFound(KnowledgeError):
+# -- runs and managed tasks --------------------------------------------------------------------
+
+
+class RunRefused(KnowledgeError):
+    """The run named in the request cannot be used by this caller now."""
+
+    def __init__(self, message: str | None = None, *, run_id: str | None = None) -> None:
+        super().__init__(message)
+        self.run_id = run_id
+
+    def context(self) -> dict[str, Any]:
+        return {"run_id": self.run_id} if self.run_id else {}
+
+
+class RunNotFound(RunRefused):
     code = "run_not_found"
     default_message = "run not found"
 
 
-class RunNotReady(KnowledgeError):
+class RunNotReady(RunRefused):
     code = "run_not_ready"
     default_message = "the run is not ready for knowledge access"
 
 
-class TaskNotActive(KnowledgeError):
+class TaskNotActive(RunRefused):
     code = "task_not_active"
     default_message = "the managed task is not active for this session"
 
@@ -57,31 +103,56 @@ class TurnConflict(KnowledgeError):
     default_message = "this turn was already started with a different request"
 
 
-class ReferenceInvalid(KnowledgeError):
+# -- references: search again -----------------------------------------------------------------
+
+
+class SearchAgain(KnowledgeError):
+    """The reference or cursor cannot be used any more; only a new search helps."""
+
+
+class ReferenceInvalid(SearchAgain):
     code = "knowledge_reference_invalid"
     default_message = "the knowledge reference or cursor is invalid"
 
 
-class ReferenceExpired(KnowledgeError):
+class ReferenceExpired(SearchAgain):
     code = "knowledge_reference_expired"
     default_message = "the knowledge reference or cursor has expired; search again"
 
+    def __init__(self, message: str | None = None, *, expires_at: int | None = None) -> None:
+        super().__init__(message)
+        self.expires_at = expires_at  # epoch seconds the reference or cursor expired at
 
-class ScopeChanged(KnowledgeError):
+    def context(self) -> dict[str, Any]:
+        return {"expires_at": self.expires_at} if self.expires_at is not None else {}
+
+
+class ScopeChanged(SearchAgain):
     code = "knowledge_scope_changed"
     default_message = "the workspace knowledge configuration changed; search again"
 
 
-class KnowledgeChanged(KnowledgeError):
+class KnowledgeChanged(SearchAgain):
     code = "knowledge_changed"
     default_message = "the document changed or is no longer available; search again"
 
 
+# -- unavailable -------------------------------------------------------------------------------
+
+
 class KnowledgeUnavailable(KnowledgeError):
+    """Storage or an index failed; the same request may succeed later."""
+
     code = "knowledge_unavailable"
     default_message = "knowledge storage is temporarily unavailable"
 
+    def __init__(self, message: str | None = None, *, store: str | None = None) -> None:
+        super().__init__(message)
+        self.store = store  # which store failed, e.g. "document storage"
 
-class NotImplementedYet(KnowledgeError):
-    code = "not_implemented"
-    default_message = "this endpoint is not implemented yet"
+    @classmethod
+    def of(cls, store: str) -> KnowledgeUnavailable:
+        return cls(f"{store} is temporarily unavailable", store=store)
+
+    def context(self) -> dict[str, Any]:
+        return {"store": self.store} if self.store else {}

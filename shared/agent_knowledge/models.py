@@ -10,6 +10,8 @@ from typing import Any, ClassVar, Final, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from agent_knowledge import limits
+
 CAPABILITIES_SCHEMA: Final = "bailing.agent-knowledge-capabilities.v1"
 SEARCH_SCHEMA: Final = "bailing.agent-knowledge-search.v1"
 READ_SCHEMA: Final = "bailing.agent-knowledge-read.v1"
@@ -36,12 +38,12 @@ class ResponseModel(BaseModel):
 
 
 class Limits(ResponseModel):
-    search_max_results: int = 3
-    search_max_bytes: int = 4096
-    read_default_bytes: int = 16384
-    read_max_bytes: int = 32768
-    reference_ttl_seconds: int = 300
-    read_chain_max_bytes: int = 131072
+    search_max_results: int = limits.SEARCH_MAX_RESULTS
+    search_max_bytes: int = limits.SEARCH_MAX_BYTES
+    read_default_bytes: int = limits.READ_DEFAULT_BYTES
+    read_max_bytes: int = limits.READ_MAX_BYTES
+    reference_ttl_seconds: int = limits.REFERENCE_TTL_SECONDS
+    read_chain_max_bytes: int = limits.READ_CHAIN_MAX_BYTES
 
 
 LIMITS = Limits()
@@ -58,15 +60,10 @@ class CapabilitiesResponse(ResponseModel):
     limits: Limits = LIMITS
 
 
-class ErrorResponse(ResponseModel):
-    error: str
-    message: str
-
-
 class SearchRequest(RequestModel):
-    query: str = Field(max_length=2000)
-    limit: int = Field(default=3, ge=1, le=3)
-    run_id: str | None = Field(default=None, min_length=1, max_length=128)
+    query: str = Field(max_length=limits.QUERY_MAX_CHARS)
+    limit: int = Field(default=limits.SEARCH_MAX_RESULTS, ge=limits.SEARCH_MIN_RESULTS, le=limits.SEARCH_MAX_RESULTS)
+    run_id: str | None = Field(default=None, min_length=1, max_length=limits.RUN_ID_MAX_CHARS)
 
     @field_validator("query")
     @classmethod
@@ -100,10 +97,10 @@ class SearchResponse(ResponseModel):
 
 
 class ReadRequest(RequestModel):
-    ref: str = Field(min_length=1, max_length=2048)
-    run_id: str | None = Field(default=None, min_length=1, max_length=128)
-    cursor: str | None = Field(default=None, min_length=1, max_length=2048)
-    max_bytes: int = Field(default=16384, ge=4096, le=32768)
+    ref: str = Field(min_length=1, max_length=limits.TOKEN_MAX_CHARS)
+    run_id: str | None = Field(default=None, min_length=1, max_length=limits.RUN_ID_MAX_CHARS)
+    cursor: str | None = Field(default=None, min_length=1, max_length=limits.TOKEN_MAX_CHARS)
+    max_bytes: int = Field(default=limits.READ_DEFAULT_BYTES, ge=limits.READ_MIN_BYTES, le=limits.READ_MAX_BYTES)
 
 
 class ReadResponse(ResponseModel):
@@ -120,4 +117,4 @@ class ReadResponse(ResponseModel):
     truncated: bool
     budget_exhausted: bool
     total_content_bytes: int
-    read_chain_max_bytes: int = 131072
+    read_chain_max_bytes: int = limits.READ_CHAIN_MAX_BYTES

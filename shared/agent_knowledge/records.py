@@ -10,8 +10,6 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-Identifier = str
-
 
 class Record(BaseModel):
     # Schemas are built on first use, not at import: building them all is ~100 ms of cold start,

@@ -121,9 +121,9 @@ def test_a_one_document_update_uploads_only_the_new_files(stack, ingestor, monke
     uploads: list[tuple[str, int]] = []
 
     def counting(key, source, sha256_hex, content_type):
-        stored = original(key, source, sha256_hex, content_type)
-        uploads.append((key, stored.size))
-        return stored
+        sent = original(key, source, sha256_hex, content_type)
+        uploads.append((key, sent))
+        return sent
 
     monkeypatch.setattr(bodies, "put_file", counting)
     before = stack.repositories.documents.get("kb", document_id("d7.md")).chunk_count

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from agent_knowledge.knowledge.search import iso_utc
+from agent_knowledge.knowledge.hints import iso_utc
 from agent_knowledge.records import KnowledgeConfig, SourceConfig
 from agent_knowledge.references.server_token import reset_codec
 from agent_knowledge.repositories import aws

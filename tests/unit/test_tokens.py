@@ -178,3 +178,13 @@ def test_digests_are_unambiguous():
 def test_short_secrets_are_refused():
     with pytest.raises(ValueError):
         TokenCodec(b"short")
+
+
+@given(offset=st.integers(0, 2**32 - 1), served=st.integers(0, 2**32 - 1), now=st.floats(0, 4e9))
+def test_every_cursor_has_the_computed_constant_length(offset, served, now):
+    from agent_knowledge.references.codec import CURSOR_LENGTH
+
+    cursor, _ = TokenCodec(SECRET).issue_cursor(
+        CursorClaims(reference=bytes(DIGEST_BYTES), offset=offset, served=served), now
+    )
+    assert len(cursor) == CURSOR_LENGTH

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from agent_knowledge.identity.caller import Caller
-from agent_knowledge.identity.workspace import load_scope
+from agent_knowledge.identity.scope import load_scope
 from agent_knowledge.models import CapabilitiesResponse
 from agent_knowledge.repositories import Repositories
 

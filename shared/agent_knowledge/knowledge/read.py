@@ -19,12 +19,15 @@ from agent_knowledge.errors import (
     ScopeChanged,
 )
 from agent_knowledge.identity.caller import Caller
-from agent_knowledge.identity.workspace import load_scope
-from agent_knowledge.knowledge.read_budget import READ_CHAIN_MAX_BYTES, decode_window, plan_page, window_end
+from agent_knowledge.identity.scope import load_scope
+from agent_knowledge.knowledge.body_window import BodyWindow, read_body_window
+from agent_knowledge.knowledge.read_budget import plan_page, window_end
+from agent_knowledge.limits import READ_CHAIN_MAX_BYTES
 from agent_knowledge.models import ReadRequest, ReadResponse
 from agent_knowledge.records import DocumentRecord
 from agent_knowledge.references.binding import document_digest, identity_digest, scope_digest
 from agent_knowledge.references.codec import (
+    CURSOR_LENGTH,
     CursorClaims,
     ReferenceClaims,
     TokenCodec,
@@ -33,7 +36,7 @@ from agent_knowledge.references.codec import (
     ensure_fresh,
     reference_digest,
 )
-from agent_knowledge.repositories.bodies import SHA256_METADATA, BodyMissing, BodyReplaced
+from agent_knowledge.repositories.bodies import BodyMissing, BodyReplaced
 from agent_knowledge.runtime.container import Dependencies
 
 
@@ -55,8 +58,8 @@ def _ensure_fresh(reference: ReferenceClaims, cursor: CursorClaims | None, now: 
     # A chain continues on its cursor's clock: each page issues a cursor valid for 300 s.
     try:
         ensure_fresh(cursor.expires_at if cursor else reference.expires_at, now)
-    except TokenExpired:
-        raise ReferenceExpired() from None
+    except TokenExpired as expired:
+        raise ReferenceExpired(expires_at=expired.expires_at) from None
 
 
 def _current_document(deps: Dependencies, caller: Caller, reference: ReferenceClaims) -> tuple[DocumentRecord, str]:
@@ -80,6 +83,19 @@ def _still_current(deps: Dependencies, document: DocumentRecord) -> bool:
     return current is not None and current.status == "ready" and current.revision == document.revision
 
 
+def _window(deps: Dependencies, document: DocumentRecord, start: int, end: int) -> BodyWindow:
+    try:
+        return read_body_window(deps.repositories.bodies, document, start, end)
+    except BodyReplaced:
+        raise KnowledgeChanged() from None
+    except BodyMissing:
+        # An update or delete that landed after the record check removes the old revision's body:
+        # that is a changed document, not an outage. Only a body missing under a current record is.
+        if _still_current(deps, document):
+            raise KnowledgeUnavailable("the document body is temporarily unavailable") from None
+        raise KnowledgeChanged() from None
+
+
 def read_knowledge(deps: Dependencies, caller: Caller, request: ReadRequest) -> ReadResponse:
     codec = deps.token_codec()
     reference, cursor = _open_tokens(codec, request)
@@ -96,26 +112,10 @@ def read_knowledge(deps: Dependencies, caller: Caller, request: ReadRequest) -> 
         raise ReferenceInvalid()
 
     end = window_end(offset, served, document.body_bytes, request.max_bytes)
-    try:
-        window, metadata = deps.repositories.bodies.read_range(
-            document.body_key, offset, end, etag=document.body_etag or None
-        )
-    except BodyReplaced:
-        raise KnowledgeChanged() from None
-    except BodyMissing:
-        # An update or delete that landed after the record check removes the old revision's body:
-        # that is a changed document, not an outage. Only a body missing under a current record is.
-        if _still_current(deps, document):
-            raise KnowledgeUnavailable("the document body is temporarily unavailable") from None
-        raise KnowledgeChanged() from None
-    if len(window) != end - offset or (metadata and metadata.get(SHA256_METADATA) != document.body_sha256):
-        raise KnowledgeChanged()
-    try:
-        decode_window(window)
-    except UnicodeDecodeError:
-        raise KnowledgeUnavailable("the document body is not readable") from None
+    window = _window(deps, document, offset, end)
 
-    envelope = ReadResponse(
+    # One response model: its wire form (content still empty) sizes the envelope, then it takes the page.
+    response = ReadResponse(
         route=caller.route.route,
         run_id=reference.run_id,
         knowledge_scope_revision=scope_revision,
@@ -129,22 +129,14 @@ def read_knowledge(deps: Dependencies, caller: Caller, request: ReadRequest) -> 
         total_content_bytes=document.body_bytes,
         read_chain_max_bytes=READ_CHAIN_MAX_BYTES,
     )
-    now = deps.clock()
-    sample_cursor, _ = codec.issue_cursor(CursorClaims(reference=bytes(16), offset=0, served=0), now)
     plan = plan_page(
-        envelope.wire(), window, offset, served, document.body_bytes, request.max_bytes, len(sample_cursor)
+        response.wire(), window.data, offset, served, document.body_bytes, request.max_bytes, CURSOR_LENGTH
     )
-    next_cursor = None
     if not plan.last:
         next_offset = offset + plan.consumed
-        next_cursor, _ = codec.issue_cursor(
-            CursorClaims(reference=reference_digest(request.ref), offset=next_offset, served=next_offset), now
-        )
-    return envelope.model_copy(
-        update={
-            "content": plan.content,
-            "next_cursor": next_cursor,
-            "truncated": plan.truncated,
-            "budget_exhausted": plan.budget_exhausted,
-        }
-    )
+        claims = CursorClaims(reference=reference_digest(request.ref), offset=next_offset, served=next_offset)
+        response.next_cursor, _ = codec.issue_cursor(claims, deps.clock())
+    response.content = plan.content
+    response.truncated = plan.truncated
+    response.budget_exhausted = plan.budget_exhausted
+    return response

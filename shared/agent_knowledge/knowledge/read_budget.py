@@ -13,9 +13,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from agent_knowledge import wire
+from agent_knowledge.limits import READ_CHAIN_MAX_BYTES
 from agent_knowledge.wire import longest_prefix_within, text_cost
-
-READ_CHAIN_MAX_BYTES = 131072
 
 
 @dataclass(frozen=True)

@@ -8,30 +8,15 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
-from datetime import UTC, datetime
 
 from agent_knowledge.identity.caller import Caller
-from agent_knowledge.identity.scope import Scope
-from agent_knowledge.identity.workspace import load_scope
-from agent_knowledge.knowledge.search_budget import HintDraft, fit_search_response, shrink_to_fit
-from agent_knowledge.models import Hint, SearchResponse, SearchStatus
+from agent_knowledge.identity.scope import Scope, load_scope
+from agent_knowledge.knowledge.hints import fit_hints, hint_drafts, search_status
+from agent_knowledge.models import SearchResponse
 from agent_knowledge.records import RunRecord
-from agent_knowledge.references.binding import reference_claims
-from agent_knowledge.retrieval import RetrievalResult, retrieve
+from agent_knowledge.retrieval import retrieve
 from agent_knowledge.runtime.container import Dependencies
 from agent_knowledge.runtime.observability import metrics
-
-
-def iso_utc(epoch_seconds: int) -> str:
-    return datetime.fromtimestamp(epoch_seconds, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
-def status_of(result: RetrievalResult) -> SearchStatus:
-    if result.failed_kb_ids and not result.answered_kb_ids:
-        return "unavailable"
-    if result.failed_kb_ids:
-        return "partial"
-    return "ok"
 
 
 @dataclass(frozen=True)
@@ -52,7 +37,7 @@ def search_knowledge(
     started = time.perf_counter()
     scope = scope or load_scope(deps.repositories, caller)
     run_id = run.run_id if run else None
-    empty = SearchResponse(
+    response = SearchResponse(
         route=caller.route.route,
         run_id=run_id,
         knowledge_scope_revision=scope.revision,
@@ -61,7 +46,7 @@ def search_knowledge(
         truncated=False,
     )
     if not scope.enabled:
-        outcome = SearchOutcome(empty, hits=0, stale_hits_dropped=0)
+        outcome = SearchOutcome(response, hits=0, stale_hits_dropped=0)
         _record_metrics(outcome, started)
         return outcome
 
@@ -72,33 +57,10 @@ def search_knowledge(
         query.strip(),
         max_docs=min(limit, scope.config.max_docs),
     )
-    now = deps.clock()
-    drafts = []
-    for found in result.documents:
-        claims = reference_claims(caller, run_id, scope.revision, found.document)
-        ref, expires_at = deps.token_codec().issue_reference(claims, now)
-        drafts.append(
-            HintDraft(
-                ref=ref,
-                title=found.document.title,
-                chunk_text=found.chunk_text,
-                matched_terms=found.matched_terms,
-                revision=found.document.revision,
-                score=round(found.score, 4),
-                expires_at=iso_utc(expires_at),
-            )
-        )
-    head = empty.model_copy(update={"status": status_of(result)}).wire()
-    del head["hints"], head["truncated"]
-    hints, truncated = fit_search_response(head, drafts)
-    body = shrink_to_fit({**head, "hints": hints, "truncated": truncated})
-    response = empty.model_copy(
-        update={
-            "status": status_of(result),
-            "hints": [Hint(**hint) for hint in body["hints"]],
-            "truncated": body["truncated"],
-        }
-    )
+    drafts = hint_drafts(deps.token_codec(), caller, run_id, scope.revision, result.documents, deps.clock())
+    # One response model: its wire form sizes the envelope, then it takes the hints that fit.
+    response.status = search_status(result)
+    response.hints, response.truncated = fit_hints(response.wire(), drafts)
     outcome = SearchOutcome(response, hits=len(response.hints), stale_hits_dropped=result.stale_hits_dropped)
     _record_metrics(outcome, started)
     return outcome

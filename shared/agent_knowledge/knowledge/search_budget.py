@@ -14,9 +14,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from agent_knowledge import wire
+from agent_knowledge.limits import SEARCH_MAX_BYTES
 from agent_knowledge.wire import longest_prefix_within, prefix_costs, text_cost
 
-SEARCH_MAX_BYTES = 4096
 MIN_SUMMARY_BYTES = 48
 MIN_TITLE_BYTES = 24
 

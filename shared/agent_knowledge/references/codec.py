@@ -9,8 +9,8 @@ Pure: no AWS, no clock of its own (callers pass `now`). Modelled on itsdangerous
   truncation or extension of a token fails verification;
 - verification is split in two so callers can keep the protocol's error order: `open_*` checks
   encoding, version, purpose and MAC (→ TokenInvalid) and returns the claims; `ensure_fresh`
-  checks expiry (→ TokenExpired). A token issued at t expires at floor(t) + 300 and is expired
-  from that second on.
+  checks expiry (→ TokenExpired). A token issued at t expires at floor(t) + 300
+  (`limits.REFERENCE_TTL_SECONDS`) and is expired from that second on.
 
 Claims hold locators (KB, document, run) in the clear and *digests* of what they bind (identity,
 scope, document revision and content): the server recomputes those from current state on every
@@ -26,10 +26,23 @@ import hmac
 import struct
 from dataclasses import dataclass
 
+from agent_knowledge.limits import REFERENCE_TTL_SECONDS as TTL_SECONDS
+
 VERSION = 1
-TTL_SECONDS = 300
 DIGEST_BYTES = 16  # truncated SHA-256 of bound values (128 bits)
 MAC_BYTES = 32
+_HEADER_BYTES = 6  # version, purpose, expires_at (uint32)
+# Longer than any token we issue, so a decoder never works on megabytes of attacker input.
+_MAX_TOKEN_CHARS = 4096
+
+
+def encoded_length(raw_bytes: int) -> int:
+    """Characters of unpadded URL-safe base64 for `raw_bytes` bytes."""
+    return (4 * raw_bytes + 2) // 3
+
+
+# Every cursor has the same length: its claims are fixed-size (reference digest, offset, served).
+CURSOR_LENGTH = encoded_length(_HEADER_BYTES + DIGEST_BYTES + 4 + 4 + MAC_BYTES)
 _KEY_LABEL = b"bailing.agent-knowledge.v1/hmac-subkey/"
 
 
@@ -69,7 +82,7 @@ def _b64encode(data: bytes) -> str:
 
 
 def _b64decode(token: str) -> bytes:
-    if not isinstance(token, str) or not token or len(token) > 4096:
+    if not isinstance(token, str) or not token or len(token) > _MAX_TOKEN_CHARS:
         raise TokenInvalid("malformed token")
     if len(token) % 4 == 1 or not token.isascii():
         raise TokenInvalid("malformed token")
@@ -178,7 +191,7 @@ class TokenCodec:
 
     def _open(self, purpose: int, token: str) -> tuple[_Reader, int]:
         raw = _b64decode(token)
-        if len(raw) < 6 + MAC_BYTES:
+        if len(raw) < _HEADER_BYTES + MAC_BYTES:
             raise TokenInvalid("truncated token")
         body, mac = raw[:-MAC_BYTES], raw[-MAC_BYTES:]
         if body[0] != VERSION:
@@ -188,8 +201,8 @@ class TokenCodec:
         expected = hmac.new(self._keys[purpose], body, hashlib.sha256).digest()
         if not hmac.compare_digest(mac, expected):
             raise TokenInvalid("bad signature")
-        (expires_at,) = struct.unpack(">I", body[2:6])
-        return _Reader(body[6:]), int(expires_at)
+        (expires_at,) = struct.unpack(">I", body[2:_HEADER_BYTES])
+        return _Reader(body[_HEADER_BYTES:]), int(expires_at)
 
     # -- references --------------------------------------------------------------------------
 

@@ -1,5 +1,15 @@
-"""Small repositories over boto3: the only code that talks to DynamoDB and S3."""
+"""Small repositories over botocore: the only code that talks to DynamoDB, S3 and Secrets Manager."""
 
+from agent_knowledge.repositories.bodies import BodyMissing, BodyReplaced, BodyStore
 from agent_knowledge.repositories.bundle import Repositories, default_repositories, reset_repositories
+from agent_knowledge.repositories.secrets import SecretStore
 
-__all__ = ["Repositories", "default_repositories", "reset_repositories"]
+__all__ = [
+    "BodyMissing",
+    "BodyReplaced",
+    "BodyStore",
+    "Repositories",
+    "SecretStore",
+    "default_repositories",
+    "reset_repositories",
+]

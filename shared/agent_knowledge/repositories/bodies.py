@@ -15,7 +15,7 @@ from typing import Any, BinaryIO, Protocol
 
 from botocore.exceptions import ClientError
 
-from agent_knowledge.repositories.dynamo import storage_errors
+from agent_knowledge.repositories.errors import is_missing_object, is_replaced_object, storage_errors
 
 SHA256_METADATA = "sha256"
 # Streaming downloads hand the object over in pieces of this size: never the whole object in memory.
@@ -34,7 +34,6 @@ class BodyReplaced(BodyMissing):
 class StoredBody:
     key: str
     etag: str
-    size: int
 
 
 class Sink(Protocol):
@@ -52,19 +51,6 @@ class ListedObject:
 
 def body_key(kb_id: str, doc_id: str, revision: str) -> str:
     return f"bodies/{kb_id}/{doc_id}/{revision}"
-
-
-def _status(exc: ClientError) -> int | None:
-    return exc.response.get("ResponseMetadata", {}).get("HTTPStatusCode")
-
-
-def _replaced(exc: ClientError) -> bool:
-    return exc.response.get("Error", {}).get("Code") in {"PreconditionFailed", "412"} or _status(exc) == 412
-
-
-def _missing(exc: ClientError) -> bool:
-    code = exc.response.get("Error", {}).get("Code")
-    return code in {"NoSuchKey", "404", "NotFound"} or _status(exc) == 404 or _replaced(exc)
 
 
 class BodyStore:
@@ -88,28 +74,29 @@ class BodyStore:
                 ContentType="text/plain; charset=utf-8",
                 Metadata={SHA256_METADATA: sha256_hex},
             )
-        return StoredBody(key=key, etag=response["ETag"], size=len(body))
+        return StoredBody(key=key, etag=response["ETag"])
 
-    def put_file(self, key: str, source: BinaryIO, sha256_hex: str, content_type: str) -> StoredBody:
+    def put_file(self, key: str, source: BinaryIO, sha256_hex: str, content_type: str) -> int:
         """Upload an open file, streamed from its current position (large index files never sit
-        in memory whole)."""
+        in memory whole); returns the bytes uploaded."""
         start = source.tell()
         with storage_errors("index storage"):
-            response = self._s3.put_object(
+            self._s3.put_object(
                 Bucket=self._bucket,
                 Key=key,
                 Body=source,
                 ContentType=content_type,
                 Metadata={SHA256_METADATA: sha256_hex},
             )
-        return StoredBody(key=key, etag=response["ETag"], size=source.tell() - start)
+        source.seek(0, 2)
+        return source.tell() - start
 
     def download(self, key: str, target: Sink) -> int:
         """Stream the object into `target` piece by piece; returns the bytes written. Raises
         BodyMissing if it is gone."""
         written = 0
         try:
-            with storage_errors("index storage", passthrough=_missing):
+            with storage_errors("index storage", passthrough=is_missing_object):
                 body = self._s3.get_object(Bucket=self._bucket, Key=key)["Body"]
                 try:
                     for piece in body.iter_chunks(DOWNLOAD_CHUNK_BYTES):
@@ -118,7 +105,7 @@ class BodyStore:
                 finally:
                     body.close()
         except ClientError as exc:
-            if _missing(exc):
+            if is_missing_object(exc):
                 raise BodyMissing(key) from exc
             raise
         return written
@@ -143,23 +130,23 @@ class BodyStore:
         if etag:
             request["IfMatch"] = etag
         try:
-            with storage_errors("document storage", passthrough=_missing):
+            with storage_errors("document storage", passthrough=is_missing_object):
                 response = self._s3.get_object(**request)
                 data = response["Body"].read()
         except ClientError as exc:
-            if _replaced(exc):
+            if is_replaced_object(exc):
                 raise BodyReplaced(key) from exc
-            if _missing(exc):
+            if is_missing_object(exc):
                 raise BodyMissing(key) from exc
             raise
         return data, response.get("Metadata", {})
 
     def read(self, key: str) -> bytes:
         try:
-            with storage_errors("document storage", passthrough=_missing):
+            with storage_errors("document storage", passthrough=is_missing_object):
                 return self._s3.get_object(Bucket=self._bucket, Key=key)["Body"].read()
         except ClientError as exc:
-            if _missing(exc):
+            if is_missing_object(exc):
                 raise BodyMissing(key) from exc
             raise
 

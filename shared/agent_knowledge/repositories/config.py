@@ -8,13 +8,8 @@ from pydantic import BaseModel
 
 from agent_knowledge.errors import KnowledgeUnavailable
 from agent_knowledge.records import ClientRecord, KnowledgeBaseRecord, RouteRecord, TaskRecord
-from agent_knowledge.repositories.dynamo import (
-    conditional_write,
-    from_item,
-    key,
-    storage_errors,
-    to_item,
-)
+from agent_knowledge.repositories.dynamo import conditional_write, from_item, key, to_item
+from agent_knowledge.repositories.errors import storage_errors
 
 
 class ConfigRepository:

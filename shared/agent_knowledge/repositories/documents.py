@@ -8,7 +8,8 @@ from typing import Any
 
 from agent_knowledge.errors import KnowledgeUnavailable
 from agent_knowledge.records import DocumentRecord
-from agent_knowledge.repositories.dynamo import conditional_write, from_item, key, storage_errors, to_item
+from agent_knowledge.repositories.dynamo import conditional_write, from_item, key, to_item
+from agent_knowledge.repositories.errors import storage_errors
 
 
 def document_id(source_key: str) -> str:

@@ -1,15 +1,17 @@
-"""DynamoDB plumbing shared by the repositories: item (de)serialization and error mapping."""
+"""DynamoDB plumbing shared by the repositories: item (de)serialization and conditional writes.
+
+Error mapping (for DynamoDB, S3 and Secrets Manager alike) lives in `repositories.errors`.
+"""
 
 from __future__ import annotations
 
 import base64
-import contextlib
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
-from botocore.exceptions import BotoCoreError, ClientError
+from botocore.exceptions import ClientError
 
-from agent_knowledge.errors import KnowledgeUnavailable
+from agent_knowledge.repositories.errors import is_conditional_failure, storage_errors
 
 # A small (de)serializer for the JSON-like values we store, instead of boto3.dynamodb.types:
 # importing that pulls in all of boto3 and s3transfer, ~100 ms of cold start.
@@ -77,27 +79,6 @@ def from_item(item: dict[str, Any]) -> dict[str, Any]:
 
 def key(**values: str) -> dict[str, Any]:
     return {k: {"S": v} for k, v in values.items()}
-
-
-def is_conditional_failure(exc: ClientError) -> bool:
-    return exc.response.get("Error", {}).get("Code") == "ConditionalCheckFailedException"
-
-
-@contextlib.contextmanager
-def storage_errors(what: str, passthrough: Callable[[ClientError], bool] = is_conditional_failure) -> Iterator[None]:
-    """Turn any storage failure into `KnowledgeUnavailable` without leaking its details.
-
-    Errors `passthrough` accepts (by default conditional-check failures) are re-raised
-    untouched: callers use them for control flow.
-    """
-    try:
-        yield
-    except ClientError as exc:
-        if passthrough(exc):
-            raise
-        raise KnowledgeUnavailable(f"{what} is temporarily unavailable") from exc
-    except BotoCoreError as exc:
-        raise KnowledgeUnavailable(f"{what} is temporarily unavailable") from exc
 
 
 def conditional_write(what: str, operation: Callable[..., Any], **request: Any) -> bool:

@@ -5,7 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 from agent_knowledge.records import RunRecord
-from agent_knowledge.repositories.dynamo import conditional_write, from_item, key, storage_errors, to_item
+from agent_knowledge.repositories.dynamo import conditional_write, from_item, key, to_item
+from agent_knowledge.repositories.errors import storage_errors
 
 TTL_GRACE_SECONDS = 86_400
 

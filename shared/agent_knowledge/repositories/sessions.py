@@ -6,13 +6,8 @@ import hashlib
 from typing import Any
 
 from agent_knowledge.records import SessionRecord
-from agent_knowledge.repositories.dynamo import (
-    conditional_write,
-    from_item,
-    key,
-    storage_errors,
-    to_item,
-)
+from agent_knowledge.repositories.dynamo import conditional_write, from_item, key, to_item
+from agent_knowledge.repositories.errors import storage_errors
 
 SESSION_ID_INDEX = "by_session_id"
 # Items linger this long after expiry before DynamoDB TTL removes them (audit window).

@@ -20,14 +20,8 @@ from typing import Any, Literal
 
 from botocore.exceptions import ClientError
 
-from agent_knowledge.repositories.dynamo import (
-    conditional_write,
-    from_item,
-    is_conditional_failure,
-    key,
-    storage_errors,
-    to_item,
-)
+from agent_knowledge.repositories.dynamo import conditional_write, from_item, key, to_item
+from agent_knowledge.repositories.errors import is_conditional_failure, storage_errors
 
 # Same grace as runs: the records outlive their run by a day, then TTL removes them.
 TTL_GRACE_SECONDS = 86_400

@@ -1,18 +1,21 @@
-"""What a handler needs from the outside world, injectable for tests.
+"""What a handler needs from the outside world, injectable for tests, and the container's caches.
 
 Handlers build the defaults once per container, lazily; tests pass their own instance.
+`reset_container_caches()` is the one way to forget everything the layer caches per container.
 """
 
 from __future__ import annotations
 
 import functools
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from agent_knowledge.references.codec import TokenCodec
-from agent_knowledge.references.server_token import default_codec
-from agent_knowledge.repositories import Repositories, default_repositories
+from agent_knowledge.references.server_token import default_codec, reset_codec
+from agent_knowledge.repositories import Repositories, aws, default_repositories, reset_repositories
 from agent_knowledge.runtime.clock import Clock, system_clock
+from agent_knowledge.settings import reset_settings
 
 
 @dataclass(frozen=True)
@@ -30,3 +33,22 @@ def default_dependencies() -> Dependencies:
 
 def reset_dependencies() -> None:
     default_dependencies.cache_clear()
+
+
+def reset_container_caches() -> None:
+    """Forget everything the layer caches per container: settings, AWS clients, repositories,
+    dependencies, the signing key and opened indexes — as a new container would start.
+
+    Tests and benchmarks that start a new moto stack (whose KB generations begin again at 0) must
+    not see the previous one's state.
+    """
+    # Only if retrieval was imported (nothing is cached otherwise): importing it here would load
+    # tantivy into functions that never search.
+    index_cache = sys.modules.get("agent_knowledge.retrieval.index_cache")
+    if index_cache is not None:
+        index_cache.reset_local_state()
+    reset_codec()
+    reset_settings()
+    aws.reset_clients()
+    reset_repositories()
+    reset_dependencies()

@@ -14,16 +14,15 @@ from __future__ import annotations
 import base64
 import binascii
 import json
-from collections.abc import Callable
 from typing import Any, TypeVar
 
 from aws_lambda_powertools.event_handler import APIGatewayHttpResolver, Response
 from pydantic import BaseModel, ValidationError
 
 from agent_knowledge import errors, wire
+from agent_knowledge.limits import REQUEST_MAX_BODY_BYTES
 from agent_knowledge.runtime.observability import logger
 
-MAX_BODY_BYTES = 64 * 1024
 JSON = "application/json"
 
 STATUS_BY_ERROR: dict[type[errors.KnowledgeError], int] = {
@@ -39,7 +38,6 @@ STATUS_BY_ERROR: dict[type[errors.KnowledgeError], int] = {
     errors.ScopeChanged: 409,
     errors.KnowledgeChanged: 409,
     errors.KnowledgeUnavailable: 503,
-    errors.NotImplementedYet: 501,
 }
 
 ModelT = TypeVar("ModelT", bound=BaseModel)
@@ -79,7 +77,7 @@ def raw_body(event: dict[str, Any]) -> bytes:
         return b""
     if event.get("isBase64Encoded"):
         # Cheap bound before decoding: base64 inflates by 4/3.
-        if len(body) > (MAX_BODY_BYTES * 4) // 3 + 4:
+        if len(body) > (REQUEST_MAX_BODY_BYTES * 4) // 3 + 4:
             raise errors.InvalidRequest("request body is larger than 64 KiB")
         try:
             return base64.b64decode(body, validate=True)
@@ -88,7 +86,7 @@ def raw_body(event: dict[str, Any]) -> bytes:
     return body.encode("utf-8", "surrogatepass")
 
 
-def parse_body(event: dict[str, Any], model: type[ModelT], max_bytes: int = MAX_BODY_BYTES) -> ModelT:
+def parse_body(event: dict[str, Any], model: type[ModelT], max_bytes: int = REQUEST_MAX_BODY_BYTES) -> ModelT:
     data = raw_body(event)
     if len(data) > max_bytes:
         raise errors.InvalidRequest(f"request body is larger than {max_bytes // 1024} KiB")
@@ -120,10 +118,11 @@ def register_error_handlers(app: APIGatewayHttpResolver) -> None:
     @app.exception_handler(errors.KnowledgeError)
     def _domain_error(error: errors.KnowledgeError) -> Response:
         status = status_of(error)
+        extra = {"error_code": error.code, "status": status, **error.context()}
         if status >= 500:
-            logger.warning("request failed", extra={"error_code": error.code, "status": status})
+            logger.warning("request failed", extra=extra)
         else:
-            logger.info("request refused", extra={"error_code": error.code, "status": status})
+            logger.info("request refused", extra=extra)
         return error_response(status, error.code, error.message)
 
     @app.not_found
@@ -173,6 +172,3 @@ def resolve(app: APIGatewayHttpResolver, event: dict[str, Any], context: Any, **
     finally:
         app.clear_context()
     return _with_required_headers(result)
-
-
-HandlerFunction = Callable[[dict[str, Any], Any], dict[str, Any]]

@@ -17,17 +17,16 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from agent_knowledge import wire
-from agent_knowledge.errors import KnowledgeUnavailable
+from agent_knowledge.errors import KnowledgeChanged, KnowledgeUnavailable
 from agent_knowledge.identity.caller import Caller
-from agent_knowledge.identity.scope import Scope
-from agent_knowledge.identity.workspace import load_scope
-from agent_knowledge.knowledge.read_budget import decode_window
-from agent_knowledge.knowledge.search import iso_utc, search_knowledge, status_of
-from agent_knowledge.knowledge.search_budget import SEARCH_MAX_BYTES, shrink_to_fit
-from agent_knowledge.models import LIMITS, Hint, SearchStatus
+from agent_knowledge.identity.scope import Scope, load_scope
+from agent_knowledge.knowledge.body_window import read_body_window
+from agent_knowledge.knowledge.hints import issue_reference, score_of, search_status
+from agent_knowledge.knowledge.search import search_knowledge
+from agent_knowledge.limits import QUERY_MAX_CHARS, SEARCH_MAX_BYTES, SEARCH_MAX_RESULTS
+from agent_knowledge.models import SearchStatus
 from agent_knowledge.records import RunRecord
-from agent_knowledge.references.binding import reference_claims
-from agent_knowledge.repositories.bodies import SHA256_METADATA, BodyMissing
+from agent_knowledge.repositories.bodies import BodyMissing
 from agent_knowledge.retrieval import RetrievedDocument, retrieve
 from agent_knowledge.runtime.container import Dependencies
 from agent_knowledge.turns.models import (
@@ -40,7 +39,6 @@ from agent_knowledge.turns.models import (
     TurnResponse,
 )
 
-QUERY_MAX_CHARS = 2000
 # A UTF-8 character is at most 4 bytes: this many bytes always hold the first 8,000 characters.
 INLINE_WINDOW_BYTES = INLINE_CONTENT_MAX_CHARS * 4
 
@@ -61,16 +59,8 @@ def _body_excerpt(deps: Dependencies, found: RetrievedDocument) -> tuple[str, bo
     document = found.document
     end = min(document.body_bytes, INLINE_WINDOW_BYTES)
     try:
-        window, metadata = deps.repositories.bodies.read_range(
-            document.body_key, 0, end, etag=document.body_etag or None
-        )
-    except (BodyMissing, KnowledgeUnavailable):
-        return None
-    if len(window) != end or (metadata and metadata.get(SHA256_METADATA) != document.body_sha256):
-        return None
-    try:
-        text = decode_window(window)
-    except UnicodeDecodeError:
+        text = read_body_window(deps.repositories.bodies, document, 0, end).text
+    except (BodyMissing, KnowledgeChanged, KnowledgeUnavailable):
         return None
     cut = end < document.body_bytes or len(text) > INLINE_CONTENT_MAX_CHARS
     return text[:INLINE_CONTENT_MAX_CHARS], cut
@@ -82,7 +72,7 @@ def inline_knowledge(deps: Dependencies, caller: Caller, run: RunRecord, scope: 
     result = retrieve(
         deps.repositories.bodies, deps.repositories.documents, scope, query, max_docs=scope.config.max_docs
     )
-    status = status_of(result)
+    status = search_status(result)
     codec = deps.token_codec()
     now = deps.clock()
     items: list[KnowledgeItem] = []
@@ -93,17 +83,15 @@ def inline_knowledge(deps: Dependencies, caller: Caller, run: RunRecord, scope: 
             continue
         content, cut = excerpt
         document = found.document
-        score = round(found.score, 4)
+        score = score_of(found)
         items.append(
             KnowledgeItem(
                 title=document.title, content=content, score=score, revision=document.revision, content_truncated=cut
             )
         )
-        ref, expires_at = codec.issue_reference(reference_claims(caller, run.run_id, scope.revision, document), now)
+        ref, expires_at = issue_reference(codec, caller, run.run_id, scope.revision, document, now)
         refs.append(
-            KnowledgeRef(
-                ref=ref, title=document.title, revision=document.revision, score=score, expires_at=iso_utc(expires_at)
-            )
+            KnowledgeRef(ref=ref, title=document.title, revision=document.revision, score=score, expires_at=expires_at)
         )
     if len(items) < len(result.documents):
         status = "unavailable" if not items else "partial"
@@ -113,7 +101,7 @@ def inline_knowledge(deps: Dependencies, caller: Caller, run: RunRecord, scope: 
 def on_demand_delivery(
     deps: Dependencies, caller: Caller, run: RunRecord, scope: Scope, query: str
 ) -> KnowledgeDeliveryContext:
-    outcome = search_knowledge(deps, caller, query, LIMITS.search_max_results, run, scope=scope)
+    outcome = search_knowledge(deps, caller, query, SEARCH_MAX_RESULTS, run, scope=scope)
     delivery = KnowledgeDeliveryContext(
         mode="on_demand",
         knowledge_scope_revision=scope.revision,
@@ -122,11 +110,9 @@ def on_demand_delivery(
         truncated=outcome.response.truncated,
     )
     # The search response fit 4096 bytes; this envelope is about as large. Guarantee the bound.
-    if wire.size(delivery) > SEARCH_MAX_BYTES:
-        fitted = shrink_to_fit(delivery.wire())
-        delivery = delivery.model_copy(
-            update={"hints": [Hint(**hint) for hint in fitted["hints"]], "truncated": fitted["truncated"]}
-        )
+    while delivery.hints and wire.size(delivery) > SEARCH_MAX_BYTES:
+        delivery.hints = delivery.hints[:-1]
+        delivery.truncated = True
     return delivery
 
 
@@ -135,24 +121,25 @@ def prepare_context(
 ) -> TurnResponse:
     scope = load_scope(deps.repositories, caller)
     query = retrieval_query(user_input)
-    response = TurnResponse(
+    items: list[KnowledgeItem] = []
+    refs: list[KnowledgeRef] = []
+    if mode == "on_demand":
+        context = TurnContext(knowledge_delivery=on_demand_delivery(deps, caller, run, scope, query))
+    else:
+        inline = inline_knowledge(deps, caller, run, scope, query)
+        items, refs = inline.items, inline.refs
+        context = TurnContext()
+        if mode == "inline":
+            context = TurnContext(
+                knowledge_delivery=KnowledgeDeliveryContext(
+                    mode="inline", knowledge_scope_revision=scope.revision, status=inline.status
+                )
+            )
+    return TurnResponse(
         run_id=run.run_id,
         knowledge_scope_revision=scope.revision,
         instructions=caller.route.instructions,
-        knowledge=[],
-        knowledge_refs=[],
-        context=TurnContext(),
+        knowledge=items,
+        knowledge_refs=refs,
+        context=context,
     )
-    if mode == "on_demand":
-        delivery = on_demand_delivery(deps, caller, run, scope, query)
-        return response.model_copy(update={"context": TurnContext(knowledge_delivery=delivery)})
-
-    inline = inline_knowledge(deps, caller, run, scope, query)
-    context = TurnContext()
-    if mode == "inline":
-        context = TurnContext(
-            knowledge_delivery=KnowledgeDeliveryContext(
-                mode="inline", knowledge_scope_revision=scope.revision, status=inline.status
-            )
-        )
-    return response.model_copy(update={"knowledge": inline.items, "knowledge_refs": inline.refs, "context": context})
