@@ -13,7 +13,7 @@ README = ROOT / "bench" / "README.md"
 PLOT = ROOT / "docs" / "bench-scaling.png"
 START = "<!-- performance-suite:results:start -->"
 END = "<!-- performance-suite:results:end -->"
-FIGURES = ("cold_start", "warm", "scaling", "memory", "budget", "ingest")
+FIGURES = ("cold_start", "warm", "scaling", "memory", "budget", "ingest", "segments")
 
 
 def commit() -> str:
@@ -196,6 +196,12 @@ def _ingest(doc: dict[str, Any]) -> list[str]:
     return lines
 
 
+def _segments(doc: dict[str, Any]) -> list[str]:
+    from bench.segments import render
+
+    return render(doc)
+
+
 RENDERERS = {
     "cold_start": _cold,
     "warm": _warm,
@@ -203,6 +209,7 @@ RENDERERS = {
     "memory": _memory,
     "budget": _budget,
     "ingest": _ingest,
+    "segments": _segments,
 }
 
 

@@ -337,7 +337,7 @@ def measure(size: int, updates_after: int, query_count: int, scratch: str) -> di
     return figure
 
 
-def run(profile: str = "full", sizes: tuple[int, ...] | None = None) -> dict[str, Any]:
+def run(profile: str = "full", sizes: tuple[int, ...] | None = None, partial: Path | None = None) -> dict[str, Any]:
     settings = PROFILES[profile]
     result: dict[str, Any] = {
         "load_average_start": Path("/proc/loadavg").read_text().split()[:3],
@@ -354,9 +354,40 @@ def run(profile: str = "full", sizes: tuple[int, ...] | None = None) -> dict[str
     for size in sizes or settings["sizes"]:
         with tempfile.TemporaryDirectory(prefix="ak-bench-segments-") as scratch:
             print(f"[bench] segments {size} chunks …", file=sys.stderr, flush=True)
-            result["points"].append(measure(size, settings["updates"], settings["queries"], scratch))
+            point = measure(size, settings["updates"], settings["queries"], scratch)
+            point["load_average"] = Path("/proc/loadavg").read_text().split()[:3]
+            result["points"].append(point)
+            if partial is not None:  # a long run keeps what it measured if a later size fails
+                partial.write_text(json.dumps(result, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
     result["load_average_end"] = Path("/proc/loadavg").read_text().split()[:3]
     return result
+
+
+def render(doc: dict[str, Any]) -> list[str]:
+    """The figure's table for bench/results/SUMMARY.md."""
+    result = doc["result"]
+    lines = [
+        f"### Segment layout (issue 14) — commit {doc['commit']}, load average {result['load_average_start']}",
+        "",
+        "| chunks | index MB | segments after 100 updates | update CPU p50 (max) s | uploaded p50 (max) KB "
+        "| sync wall p50 ms | sync downloaded p50 KB | cold load from S3 / from /tmp / tantivy wall ms "
+        "| RSS increase ours / tantivy MiB | query p50 ratio en short / en 2000 / zh short / zh 2000 |",
+        "|---:|---:|---:|---|---|---:|---:|---|---|---|",
+    ]
+    for point in result["points"]:
+        load, update, sync, latency = point["cold_load"], point["update"], point["reader_sync"], point["query_latency"]
+        ratios = " / ".join(
+            str(latency[key]["ratio_p50"]) for key in ("en_short", "en_2000_chars", "zh_short", "zh_2000_chars")
+        )
+        lines.append(
+            f"| {point['chunks']:,} | {point['index_bytes'] / 1e6:.1f} | {point['after_updates']['segments']} "
+            f"| {update['cpu_p50_seconds']} ({update['cpu_max_seconds']}) "
+            f"| {update['uploaded_p50_bytes'] / 1e3:.0f} ({update['uploaded_max_bytes'] / 1e3:.0f}) "
+            f"| {sync['wall_p50_ms']} | {sync['downloaded_p50_bytes'] / 1e3:.0f} "
+            f"| {load['ours_from_s3']['wall_ms']} / {load['ours_from_tmp']['wall_ms']} / {load['tantivy']['wall_ms']} "
+            f"| {load['ours_from_tmp']['rss_increase_mib']} / {load['tantivy']['rss_increase_mib']} | {ratios} |"
+        )
+    return lines
 
 
 def main() -> None:
@@ -368,7 +399,7 @@ def main() -> None:
     parser.add_argument("--profile", default="full", choices=sorted(PROFILES))
     parser.add_argument("--output", type=Path)
     arguments = parser.parse_args()
-    result = run(arguments.profile, tuple(arguments.sizes) if arguments.sizes else None)
+    result = run(arguments.profile, tuple(arguments.sizes) if arguments.sizes else None, arguments.output)
     text = json.dumps(result, indent=2, ensure_ascii=False)
     if arguments.output:
         arguments.output.write_text(text + "\n", encoding="utf-8")
