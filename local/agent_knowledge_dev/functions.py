@@ -29,7 +29,10 @@ _handlers: dict[str, Handler] = {}
 def _function_setting(function: str, name: str, default: int) -> int:
     document = template()
     own = document["Resources"][function]["Properties"].get(name)
-    return int(own if own is not None else document.get("Globals", {}).get("Function", {}).get(name, default))
+    value = own if own is not None else document.get("Globals", {}).get("Function", {}).get(name, default)
+    if isinstance(value, dict) and "Ref" in value:  # a template parameter: its default, as a deploy without overrides
+        value = document["Parameters"][value["Ref"]]["Default"]
+    return int(value)
 
 
 class LocalContext:
