@@ -29,8 +29,9 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from agent_knowledge_dev.testing import free_port
 from bench import handlers, stack_dump
-from bench.cold_child import MARKER
+from bench.child import run_child
 from bench.corpus import documents, known_item_queries
 from bench.environment import BASE_ENVIRONMENT, local_stack
 from bench.stats import ratio
@@ -45,30 +46,12 @@ def _run_child(spec: dict[str, Any], extra_env: dict[str, str]) -> dict[str, Any
     environment = {**os.environ, **BASE_ENVIRONMENT, **extra_env}
     if "AWS_ENDPOINT_URL" not in extra_env:
         environment.pop("AWS_ENDPOINT_URL", None)
-    completed = subprocess.run(
-        [sys.executable, "-m", "bench.cold_child", json.dumps(spec)],
-        cwd=ROOT,
-        env=environment,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
-    for line in completed.stdout.splitlines():
-        if line.startswith(MARKER):
-            return json.loads(line[len(MARKER) :])
-    raise RuntimeError(f"cold start child failed ({completed.returncode}): {completed.stderr[-2000:]}")
-
-
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
+    return run_child("bench.cold_child", [json.dumps(spec)], environment, timeout=120)
 
 
 @contextmanager
 def _moto_server(dump_path: Path):  # type: ignore[no-untyped-def]
-    port = _free_port()
+    port = free_port()
     url = f"http://127.0.0.1:{port}"
     server = subprocess.Popen(
         [sys.executable, "-m", "moto.server", "-p", str(port)],

@@ -1,18 +1,16 @@
-"""Load a Lambda handler module from `functions/<name>/app.py` and build its events."""
+"""The handlers a benchmark measures and the sample event each one's first request is made of.
+
+Loading, events and the Lambda context come from `agent_knowledge_dev.testing`, as the tests' do.
+"""
 
 from __future__ import annotations
 
-import copy
-import functools
-import importlib.util
-import json
-from pathlib import Path
-from types import ModuleType
 from typing import Any
 
-ROOT = Path(__file__).resolve().parents[1]
+from agent_knowledge_dev.testing import EVENTS as EVENT_DIR
+from agent_knowledge_dev.testing import FUNCTIONS, invoke_function, load_event, with_changes
+
 HANDLERS = ("capabilities", "search", "read", "turns")
-# The sample event each handler's first request is made of.
 EVENTS = {
     "capabilities": "capabilities-valid-bearer",
     "search": "search-english-query",
@@ -22,38 +20,14 @@ EVENTS = {
 
 
 def available(name: str) -> bool:
-    return (ROOT / "functions" / name / "app.py").exists() and (ROOT / "events" / f"{EVENTS[name]}.json").exists()
-
-
-@functools.cache
-def load(name: str) -> ModuleType:
-    path = ROOT / "functions" / name / "app.py"
-    spec = importlib.util.spec_from_file_location(f"function_{name}_app", path)
-    assert spec and spec.loader
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return (FUNCTIONS / name / "app.py").exists() and (EVENT_DIR / f"{EVENTS[name]}.json").exists()
 
 
 def event(name: str, body: Any = None) -> dict[str, Any]:
-    loaded = json.loads((ROOT / "events" / f"{EVENTS[name]}.json").read_text(encoding="utf-8"))
-    changed = copy.deepcopy(loaded)
-    if body is not None:
-        changed["body"] = json.dumps(body, ensure_ascii=False)
-    return changed
-
-
-class Context:
-    function_name = "bench"
-    memory_limit_in_mb = 512
-    invoked_function_arn = "arn:aws:lambda:us-east-1:123456789012:function:bench"
-    aws_request_id = "bench-request-id"
-
-    @staticmethod
-    def get_remaining_time_in_millis() -> int:
-        return 15_000
+    loaded = load_event(EVENTS[name])
+    return loaded if body is None else with_changes(loaded, body=body)
 
 
 def invoke(name: str, event_: dict[str, Any]) -> tuple[int, str]:
-    response = load(name).lambda_handler(event_, Context())
-    return response["statusCode"], response.get("body", "")
+    result = invoke_function(name, event_)
+    return result.status, result.body

@@ -3,10 +3,10 @@
 1. Bulk ingest into the local stack, exactly as a user runs it: the CLI helper's benchmark
    (`bench/ingest_local.py`) writes its corpus, starts `agent-knowledge serve`, and times
    `agent-knowledge doc put KB --dir DIR` (threads, one rebuild at the end) → documents/s.
-2. Rebuild per generation (`rebuild_kb_index`: claim, list ready documents, read and verify
-   the bodies, tokenize, build the tantivy index, pack and upload the snapshot) — the first
-   generation from every body, and later generations with nothing changed, which reuse the
-   previous snapshot's chunks:
+2. Full rebuild per generation (`rebuild_kb_index`: list ready documents, read and verify the
+   bodies, tokenize, build the tantivy index, upload its files and manifest, publish) — the
+   first generation from every body, and later generations with nothing changed, which reuse
+   the previous generation's chunks (bench/segments.py measures incremental updates):
    - against the in-process moto stack at 1k documents;
    - with storage in memory at 1k and 10k documents — our own work per generation, without
      moto, whose DynamoDB serializer alone costs ~40 ms per listed document here (a 10k
@@ -15,21 +15,21 @@
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import statistics
 import subprocess
 import tempfile
 import time
-from collections.abc import Iterator
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from agent_knowledge.ingest.content import prepare_document
-from agent_knowledge.records import DocumentRecord, KnowledgeBaseRecord
-from agent_knowledge.repositories.bodies import BodyMissing, ListedObject, body_key
+from agent_knowledge.records import DocumentRecord
+from agent_knowledge.repositories.bodies import body_key
 from agent_knowledge.repositories.documents import document_id
+from agent_knowledge_dev.testing.fakes import MemoryBodies, MemoryDocuments, MemoryKnowledgeBases, MemoryRepositories
 from bench.corpus import documents
 from bench.environment import local_stack
 from bench.warm import _quiet
@@ -38,65 +38,9 @@ from bench.workspace import ingest, seed_demo_workspace
 DOCUMENT_CHARS = 3500  # about 5 chunks per document
 
 
-class _KnowledgeBases:
-    def __init__(self, kb_id: str) -> None:
-        self.record = KnowledgeBaseRecord(kb_id=kb_id, generation=0)
-
-    def get(self, kb_id: str) -> KnowledgeBaseRecord:
-        return self.record
-
-    def publish_index(self, kb_id: str, expected: int, manifests: list[str]) -> bool:
-        if self.record.generation != expected:
-            return False
-        self.record = self.record.model_copy(update={"generation": expected + 1, "index_manifests": manifests})
-        return True
-
-
-class _Documents:
-    def __init__(self, records: list[DocumentRecord]) -> None:
-        self.records = records
-
-    def list(self, kb_id: str) -> list[DocumentRecord]:
-        return self.records
-
-    def get_many(self, keys: list[tuple[str, str]]) -> dict[tuple[str, str], DocumentRecord]:
-        wanted = set(keys)
-        return {(r.kb_id, r.doc_id): r for r in self.records if (r.kb_id, r.doc_id) in wanted}
-
-
-class _Bodies:
-    def __init__(self) -> None:
-        self.objects: dict[str, bytes] = {}
-
-    def read(self, key: str) -> bytes:
-        if key not in self.objects:
-            raise BodyMissing(key)
-        return self.objects[key]
-
-    def put(self, key: str, body: bytes, sha256_hex: str) -> None:
-        self.objects[key] = body
-
-    def put_file(self, key: str, source: Any, sha256_hex: str, content_type: str) -> int:
-        self.objects[key] = source.read()
-        return len(self.objects[key])
-
-    def download(self, key: str, target: Any) -> int:
-        target.write(self.objects[key])
-        return len(self.objects[key])
-
-    def list(self, prefix: str) -> Iterator[ListedObject]:
-        now = datetime.now(UTC)
-        return iter([ListedObject(key, len(data), now) for key, data in self.objects.items() if key.startswith(prefix)])
-
-    def delete(self, key: str) -> None:
-        self.objects.pop(key, None)
-
-
-def in_memory_repositories(kb_id: str, count: int) -> Any:
+def in_memory_repositories(kb_id: str, count: int) -> MemoryRepositories:
     """Repositories holding `count` ready documents, prepared exactly as ingest prepares them."""
-    from types import SimpleNamespace
-
-    bodies, records = _Bodies(), []
+    bodies, records = MemoryBodies(), []
     for document in documents("en", count, DOCUMENT_CHARS, seed=61):
         prepared = prepare_document(document.title, document.body, "text/markdown")
         doc_id = document_id(document.source_key)
@@ -111,7 +55,7 @@ def in_memory_repositories(kb_id: str, count: int) -> Any:
                 created_at=0, updated_at=0, body_etag=hashlib.md5(prepared.body_bytes).hexdigest(),  # noqa: S324
             )
         )  # fmt: skip
-    return SimpleNamespace(knowledge_bases=_KnowledgeBases(kb_id), documents=_Documents(records), bodies=bodies)
+    return MemoryRepositories(bodies, MemoryDocuments(records), MemoryKnowledgeBases(kb_id))
 
 
 def rebuild_in_memory(count: int, repeats: int) -> dict[str, Any]:
@@ -124,13 +68,13 @@ def rebuild_in_memory(count: int, repeats: int) -> dict[str, Any]:
             started = time.perf_counter()
             rebuild_kb_index(repositories, "bench")
             times.append(time.perf_counter() - started)
-    chunks = sum(record.chunk_count for record in repositories.documents.records)
+    chunks = sum(record.chunk_count for record in repositories.documents.records.values())
     return {"documents": count, "chunks": chunks, **_generations(times), "chunks_per_second": round(chunks / times[0])}
 
 
 def _generations(times: list[float]) -> dict[str, Any]:
     """The first generation builds from every body; later ones (nothing changed) reuse the
-    previous snapshot's chunks, so they are reported apart."""
+    previous generation's chunks, so they are reported apart."""
     later = times[1:]
     return {
         "repeats": len(times),
@@ -168,23 +112,16 @@ def bulk_ingest_local(document_count: int, megabytes: float, workers: int = 4) -
         server = Server(work / "state")
         server.start()
         try:
-            _, created = server.cli("kb", "create", "bench")
-            if created.returncode:
-                raise RuntimeError(created.stderr)
-            seconds, put = server.cli(
-                "doc", "put", "bench", "--dir", str(work / "corpus"), "--workers", str(workers), "--no-progress"
-            )
+            server.create_kb("bench")
+            seconds, put = server.put_folder("bench", work / "corpus", workers)
             if put.returncode:
                 # On an overloaded machine the local stack can time out (the CLI then reports
                 # "storage temporarily unavailable"); that is a result to show, not a crash.
                 return {"documents": document_count, "workers": workers, "error": put.stderr.strip()[-300:]}
             summary = json.loads(put.stdout)
         finally:
-            try:
+            with contextlib.suppress(subprocess.TimeoutExpired):  # busy past its grace: stop() killed it
                 server.stop()
-            except subprocess.TimeoutExpired:  # a server busy past its shutdown grace: ours to end
-                server.process.kill()
-                server.process.wait(timeout=30)
     return {
         "documents": document_count,
         "bytes": total,

@@ -28,8 +28,6 @@ import os
 import random
 import re
 import resource
-import signal
-import socket
 import statistics
 import subprocess
 import sys
@@ -37,8 +35,9 @@ import tempfile
 import time
 from pathlib import Path
 
+from agent_knowledge_dev.testing import ServedApi, start_server
+
 ROOT = Path(__file__).resolve().parents[1]
-CLI = [sys.executable, "-m", "agent_knowledge_dev.cli"]
 ZH_SAMPLES = ROOT / "local" / "agent_knowledge_dev" / "sample_docs" / "zh"
 
 
@@ -121,58 +120,49 @@ def write_corpus(folder: Path, documents: int, megabytes: float, seed: int) -> i
     return total
 
 
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
-
-
 class Server:
-    """`agent-knowledge serve` in a subprocess with its own state dir."""
+    """`agent-knowledge serve` in a subprocess with its own state dir (`agent_knowledge_dev.testing`),
+    timed to its ready banner, with the CPU time of it and of each CLI run."""
 
     def __init__(self, state_dir: Path) -> None:
-        self.environment = {k: v for k, v in os.environ.items() if not k.startswith(("AWS_", "POWERTOOLS_"))}
-        self.environment["AGENT_KNOWLEDGE_STATE_DIR"] = str(state_dir)
-        self.environment["PYTHONUNBUFFERED"] = "1"
+        self.state_dir = state_dir
         self.output = state_dir.parent / f"{state_dir.name}.out"
-        self.process: subprocess.Popen[bytes] | None = None
+        self.api: ServedApi | None = None
         self.last_cli_cpu = 0.0
 
     def start(self) -> float:
         """Seconds from process start to the ready banner."""
-        with self.output.open("wb") as sink:
-            started = time.perf_counter()
-            self.process = subprocess.Popen(
-                [*CLI, "serve", "--port", str(_free_port()), "--quiet"],
-                env=self.environment,
-                stdout=sink,
-                stderr=subprocess.STDOUT,
-                cwd=ROOT,
-            )
-        while "demo bearer" not in self.output.read_text(encoding="utf-8", errors="replace"):
-            if self.process.poll() is not None:
-                raise SystemExit(f"serve failed:\n{self.output.read_text(errors='replace')}")
-            time.sleep(0.01)
+        started = time.perf_counter()
+        self.api = start_server(self.state_dir, self.output, quiet=True, poll_seconds=0.01)
         return time.perf_counter() - started
 
     def cpu_seconds(self) -> float:
         """CPU time of the serve process (it runs the moto server), from /proc."""
-        assert self.process is not None
-        fields = Path(f"/proc/{self.process.pid}/stat").read_text().rsplit(")", 1)[1].split()
+        assert self.api is not None and self.api.process is not None
+        fields = Path(f"/proc/{self.api.process.pid}/stat").read_text().rsplit(")", 1)[1].split()
         return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
     def stop(self) -> None:
-        assert self.process is not None
-        self.process.send_signal(signal.SIGINT)
-        self.process.wait(timeout=60)
+        assert self.api is not None
+        self.api.stop(timeout=60)
 
     def cli(self, *arguments: str) -> tuple[float, subprocess.CompletedProcess[str]]:
+        assert self.api is not None
         started = time.perf_counter()
         before = resource.getrusage(resource.RUSAGE_CHILDREN)
-        result = subprocess.run([*CLI, *arguments], env=self.environment, capture_output=True, text=True, cwd=ROOT)
+        result = self.api.cli(*arguments, timeout=3600)
         after = resource.getrusage(resource.RUSAGE_CHILDREN)
         self.last_cli_cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
         return time.perf_counter() - started, result
+
+    def create_kb(self, kb_id: str) -> None:
+        _, created = self.cli("kb", "create", kb_id)
+        if created.returncode:
+            raise RuntimeError(created.stderr)
+
+    def put_folder(self, kb_id: str, folder: Path, workers: int) -> tuple[float, subprocess.CompletedProcess[str]]:
+        """`agent-knowledge doc put KB --dir FOLDER`, as a user runs it: (wall seconds, the run)."""
+        return self.cli("doc", "put", kb_id, "--dir", str(folder), "--workers", str(workers), "--no-progress")
 
 
 def main() -> None:
@@ -207,14 +197,10 @@ def main() -> None:
         server = Server(work / "state-ingest")
         server.start()
         try:
-            _, created = server.cli("kb", "create", "bench")
-            if created.returncode:
-                raise SystemExit(created.stderr)
+            server.create_kb("bench")
             for label in ("first_ingest", "unchanged_reingest"):
                 serve_cpu = server.cpu_seconds()
-                seconds, result = server.cli(
-                    "doc", "put", "bench", "--dir", str(corpus), "--workers", str(arguments.workers), "--no-progress"
-                )
+                seconds, result = server.put_folder("bench", corpus, arguments.workers)
                 if result.returncode:
                     raise SystemExit(f"{label} failed:\n{result.stderr[-2000:]}")
                 summary = json.loads(result.stdout)

@@ -9,15 +9,13 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 import tempfile
 from pathlib import Path
 from typing import Any
 
+from bench.child import run_child
 from bench.corpus import known_item_queries
 from bench.environment import BASE_ENVIRONMENT
-from bench.memory_child import MARKER
 from bench.scaling import document_records, synthetic_chunks
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -29,19 +27,7 @@ CURRENT_MEMORY_MB = 512
 
 
 def _child(objects: str, queries: str) -> dict[str, Any]:
-    completed = subprocess.run(
-        [sys.executable, "-m", "bench.memory_child", objects, queries],
-        cwd=ROOT,
-        env={**os.environ, **BASE_ENVIRONMENT},
-        capture_output=True,
-        text=True,
-        timeout=600,
-        check=False,
-    )
-    for line in completed.stdout.splitlines():
-        if line.startswith(MARKER):
-            return json.loads(line[len(MARKER) :])
-    raise RuntimeError(f"memory child failed ({completed.returncode}): {completed.stderr[-2000:]}")
+    return run_child("bench.memory_child", [objects, queries], {**os.environ, **BASE_ENVIRONMENT}, timeout=600)
 
 
 def run(profile: str = "full") -> dict[str, Any]:

@@ -15,7 +15,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-MARKER = "BENCH_RESULT "
+from bench.child import report
 
 
 def _status_kib(field: str) -> int:
@@ -39,9 +39,9 @@ class _NoRecords:
 
 def main() -> None:
     objects_root, queries_path = sys.argv[1], sys.argv[2]
-    from bench import handlers
+    from agent_knowledge_dev.testing import load_function
 
-    handlers.load("search")
+    load_function("search")
     from agent_knowledge.identity.scope import Scope
     from agent_knowledge.records import KnowledgeBaseRecord, KnowledgeConfig, SourceConfig
     from agent_knowledge.retrieval import retrieve
@@ -70,7 +70,7 @@ def main() -> None:
             result["hits"] = candidates
     result["peak_rss_mib"] = _mib(_status_kib("VmHWM"))
     result["pid"] = os.getpid()
-    print(MARKER + json.dumps(result), flush=True)
+    report(result)
 
 
 if __name__ == "__main__":

@@ -35,6 +35,7 @@ from agent_knowledge.retrieval import retrieve
 from agent_knowledge.retrieval.builder import IndexedChunk
 from agent_knowledge.retrieval.index_cache import IndexCache
 from agent_knowledge.retrieval.local_files import LocalFiles
+from agent_knowledge_dev.testing.fakes import MemoryDocuments
 from bench.corpus import documents, known_item_queries
 from bench.index_store import DirectoryObjects, publish_chunks
 from bench.retrieval.systems import BenchChunk, Bm25s, TantivyDirect
@@ -58,16 +59,6 @@ def synthetic_chunks(count: int, language: str = "en", seed: int = 31) -> list[B
             if len(chunks) == count:
                 return chunks
     raise AssertionError("the generator made too few chunks")
-
-
-class _Documents:
-    """Stands in for DynamoDB: the current records in memory."""
-
-    def __init__(self, records: dict[tuple[str, str], DocumentRecord]) -> None:
-        self.records = records
-
-    def get_many(self, keys: list[tuple[str, str]]) -> dict[tuple[str, str], DocumentRecord]:
-        return {key: self.records[key] for key in keys if key in self.records}
 
 
 def document_records(chunks: list[BenchChunk]) -> tuple[dict[tuple[str, str], DocumentRecord], list[IndexedChunk]]:
@@ -103,7 +94,7 @@ class OursQueryPath:
         self._kb, manifest = publish_chunks(indexed, self._objects, KB_ID)
         self.build_seconds = time.perf_counter() - started
         self.index_bytes = manifest.total_bytes
-        self._documents = _Documents(records)
+        self._documents = MemoryDocuments(records.values())
         config = KnowledgeConfig(enabled=True, sources=[SourceConfig(kb_id=KB_ID)])  # default top_k=10, max_docs=3
         self._scope = Scope(config, {KB_ID: self._kb})
         self._cache = IndexCache(LocalFiles(os.path.join(self._root, "warm")))

@@ -15,19 +15,15 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import copy
 import io
 import json
-import os
 import statistics
 import time
-from pathlib import Path
 from typing import Any
 
-from bench.environment import configure
-from bench.handlers import Context, load
+from agent_knowledge_dev.testing import LambdaContext, load_event, load_function, with_changes
+from bench.environment import configure, local_stack
 
-ROOT = Path(__file__).resolve().parents[1]
 QUERIES = [
     "How many vacation days do I get and how do I request them?",
     "What is the expense reimbursement process?",
@@ -39,7 +35,6 @@ QUERIES = [
 
 
 def turn_event(base: dict[str, Any], mode: str, number: int) -> dict[str, Any]:
-    event = copy.deepcopy(base)
     body = {
         "client_conversation_id": "bench-conversation",
         "client_turn_id": f"{mode}-{number}",
@@ -47,13 +42,12 @@ def turn_event(base: dict[str, Any], mode: str, number: int) -> dict[str, Any]:
         "user_input": QUERIES[number % len(QUERIES)],
         "knowledge_delivery": mode,
     }
-    event["body"] = json.dumps(body, ensure_ascii=False)
-    return event
+    return with_changes(base, body=body)
 
 
 def timed(handler: Any, event: dict[str, Any]) -> float:
     started = time.perf_counter()
-    result = handler(event, Context())
+    result = handler(event, LambdaContext())
     elapsed = time.perf_counter() - started
     if result["statusCode"] != 200:
         raise SystemExit(f"turn failed: {result['statusCode']} {result['body']}")
@@ -77,23 +71,17 @@ def main() -> None:
     arguments = parser.parse_args()
 
     configure()
-    from moto import mock_aws
-
-    from agent_knowledge.repositories import aws, default_repositories
     from agent_knowledge.runtime.observability import logger
     from agent_knowledge_dev.demo import seed_demo, seed_sample_documents
-    from agent_knowledge_dev.stack import create_stack
 
     logger.setLevel("WARNING")  # one INFO line per turn would be measured too
-    with mock_aws():
-        os.environ.update(create_stack(aws.client))
-        repositories = default_repositories()
+    with local_stack() as repositories:
         seed_demo(repositories)
         documents = seed_sample_documents(repositories)
-        handler = load("turns").lambda_handler
-        capabilities = load("capabilities").lambda_handler
-        base = json.loads((ROOT / "events" / "turns-on-demand.json").read_text(encoding="utf-8"))
-        probe = json.loads((ROOT / "events" / "capabilities-valid-bearer.json").read_text(encoding="utf-8"))
+        handler = load_function("turns").lambda_handler
+        capabilities = load_function("capabilities").lambda_handler
+        base = load_event("turns-on-demand")
+        probe = load_event("capabilities-valid-bearer")
 
         modes = ("inline", "on_demand")
         samples: dict[str, list[float]] = {mode: [] for mode in (*modes, "capabilities")}

@@ -3,37 +3,26 @@ and the benchmarks alike."""
 
 from __future__ import annotations
 
-import http.client
-import json
-import os
 import subprocess
 import sys
 import time
-from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Any
+from typing import IO
+
+from agent_knowledge_dev.testing import LocalApiClient, Reply, environment_without_aws
 
 ROOT = Path(__file__).resolve().parents[2]
-WORKSPACE = "/agent-api/v1/workspaces/demo/knowledge"
 READY_TIMEOUT = 90
+REQUEST_TIMEOUT = 60  # a fault drill waits out the functions' own timeouts
 
-
-@dataclass
-class Reply:
-    status: int
-    body: bytes
-    seconds: float
-    headers: dict[str, str]
-
-    def json(self) -> Any:
-        return json.loads(self.body)
+__all__ = ["ROOT", "LocalApi", "Reply"]
 
 
 class LocalApi:
     """A harness subprocess; its stderr (the functions' logs) goes to `log_path`."""
 
     def __init__(self, log_path: Path) -> None:
-        environment = {k: v for k, v in os.environ.items() if not k.startswith(("AWS_", "POWERTOOLS_"))}
+        environment = environment_without_aws()
         environment["PYTHONUNBUFFERED"] = "1"
         self.log_path = log_path
         self._log: IO[bytes] = log_path.open("wb")
@@ -46,9 +35,10 @@ class LocalApi:
             stderr=self._log,
             text=True,
         )
-        self.host, self.port, self.token = self._wait_ready()
+        self.client = self._wait_ready()
+        self.host, self.port, self.token = self.client.host, self.client.port, self.client.token
 
-    def _wait_ready(self) -> tuple[str, int, str]:
+    def _wait_ready(self) -> LocalApiClient:
         assert self.process.stdout is not None
         deadline = time.monotonic() + READY_TIMEOUT
         line = self.process.stdout.readline()
@@ -57,7 +47,7 @@ class LocalApi:
             raise RuntimeError(f"harness did not start: {line!r}\n{self.log_path.read_text(errors='replace')}")
         _, url, token = line.split()
         host, port = url.removeprefix("http://").rsplit(":", 1)
-        return host, int(port), token
+        return LocalApiClient(host, int(port), token)
 
     def command(self, command: str) -> str:
         assert self.process.stdin is not None and self.process.stdout is not None
@@ -65,32 +55,15 @@ class LocalApi:
         self.process.stdin.flush()
         return self.process.stdout.readline().strip()
 
-    def request(self, method: str, endpoint: str, body: Any = None, timeout: float = 60) -> Reply:
-        headers = {"Authorization": f"Bearer {self.token}"}
-        payload = None
-        if body is not None:
-            payload = json.dumps(body, ensure_ascii=False).encode()
-            headers["Content-Type"] = "application/json"
-        connection = http.client.HTTPConnection(self.host, self.port, timeout=timeout)
-        started = time.perf_counter()
-        try:
-            connection.request(method, f"{WORKSPACE}/{endpoint}", body=payload, headers=headers)
-            response = connection.getresponse()
-            data = response.read()
-            headers_out = {k.lower(): v for k, v in response.getheaders()}
-            return Reply(response.status, data, time.perf_counter() - started, headers_out)
-        finally:
-            connection.close()
-
     def capabilities(self) -> Reply:
-        return self.request("GET", "capabilities")
+        return self.client.capabilities(timeout=REQUEST_TIMEOUT)
 
     def search(self, query: str, limit: int = 3) -> Reply:
-        return self.request("POST", "search", {"query": query, "limit": limit})
+        return self.client.search({"query": query, "limit": limit}, timeout=REQUEST_TIMEOUT)
 
     def read(self, ref: str, cursor: str | None = None, max_bytes: int = 16384) -> Reply:
         body = {"ref": ref, "max_bytes": max_bytes} | ({"cursor": cursor} if cursor else {})
-        return self.request("POST", "read", body)
+        return self.client.read(body, timeout=REQUEST_TIMEOUT)
 
     def close(self) -> int:
         try:

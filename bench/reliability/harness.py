@@ -17,6 +17,7 @@ It prints `ready <api url> <demo bearer>` and then obeys one command per line on
 from __future__ import annotations
 
 import argparse
+import contextlib
 import socket
 import sys
 import threading
@@ -27,48 +28,34 @@ from typing import Any
 @dataclass
 class Harness:
     port: int = 0
-    moto: Any = None
     api: Any = None
-    moto_port: int = 0
+    stack: Any = None  # agent_knowledge_dev.testing.MotoServerStack
+    _stack_context: contextlib.ExitStack = field(default_factory=contextlib.ExitStack)
     _black_hole: socket.socket | None = None
     _held: list[socket.socket] = field(default_factory=list)
 
     def start(self) -> str:
-        import logging
-
-        from moto.server import ThreadedMotoServer
-
-        from agent_knowledge.repositories import aws, default_repositories
-        from agent_knowledge_dev.demo import seed_demo, seed_sample_documents
-        from agent_knowledge_dev.functions import FunctionInvoker, function_logs_to_stderr
+        from agent_knowledge_dev.functions import FunctionInvoker
         from agent_knowledge_dev.gateway import Gateway
-        from agent_knowledge_dev.runtime import use_local_backend, use_stack_environment
         from agent_knowledge_dev.server import ApiServer
-        from agent_knowledge_dev.stack import create_stack
         from agent_knowledge_dev.template import function_routes
+        from agent_knowledge_dev.testing import moto_server_stack
 
-        logging.getLogger("werkzeug").setLevel(logging.ERROR)
-        self.moto = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
-        self.moto.start()
-        host, self.moto_port = self.moto.get_host_and_port()
-        use_local_backend(f"http://{host}:{self.moto_port}")
-        use_stack_environment(create_stack(aws.client))
-        function_logs_to_stderr()
-        seed_demo(default_repositories())
-        seed_sample_documents(default_repositories())
+        self.stack = self._stack_context.enter_context(moto_server_stack())
         self.api = ApiServer(("127.0.0.1", self.port), Gateway(function_routes(), FunctionInvoker()), quiet=True)
         threading.Thread(target=self.api.serve_forever, kwargs={"poll_interval": 0.1}, daemon=True).start()
         return self.api.base_url
 
     def stop_storage(self) -> None:
-        self.moto.stop()
+        self.stack.stop_moto()
 
     def hang_storage(self) -> None:
         """Storage that accepts connections and never answers: every call waits out its read timeout."""
-        self.moto.stop()
+        port = self.stack.port
+        self.stack.stop_moto()
         listener = socket.socket()
         listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        listener.bind(("127.0.0.1", self.moto_port))
+        listener.bind(("127.0.0.1", port))
         listener.listen(128)
         self._black_hole = listener
 
@@ -88,8 +75,7 @@ class Harness:
             self.api.server_close()
         if self._black_hole is not None:
             self._black_hole.close()
-        else:
-            self.moto.stop()
+        self._stack_context.close()
 
 
 def main(argv: list[str] | None = None) -> int:

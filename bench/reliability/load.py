@@ -106,7 +106,7 @@ def run_load(api: LocalApi, requests: int, threads: int, seed: int = 7, progress
         try:
             reply = send()
         except OSError:
-            reply = Reply(0, b"", time.perf_counter() - started, {})
+            reply = Reply(status=0, headers={}, body=b"", seconds=time.perf_counter() - started)
         record(endpoint, reply)
         return reply if reply.status else None
 

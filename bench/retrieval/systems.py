@@ -24,6 +24,7 @@ from agent_knowledge.retrieval.builder import IndexedChunk
 from agent_knowledge.retrieval.index_cache import IndexCache
 from agent_knowledge.retrieval.kb_index import AnalyzedQuery
 from agent_knowledge.retrieval.local_files import LocalFiles
+from agent_knowledge_dev.testing.fakes import MemoryDocuments
 
 TOP_DOCS = 3
 CHUNK_HITS = 30  # chunk hits fetched by the baselines before grouping them into documents
@@ -41,16 +42,6 @@ def top_documents(chunk_docs: list[str]) -> list[str]:
     return list(dict.fromkeys(chunk_docs))[:TOP_DOCS]
 
 
-class _Documents:
-    """Stands in for DynamoDB: the current records, in memory (no AWS calls)."""
-
-    def __init__(self, records: dict[tuple[str, str], DocumentRecord]) -> None:
-        self.records = records
-
-    def get_many(self, keys: list[tuple[str, str]]) -> dict[tuple[str, str], DocumentRecord]:
-        return {key: self.records[key] for key in keys if key in self.records}
-
-
 @dataclass
 class Ours:
     """The query API (`retrieve`) over our index: KB scope, validation, grouping, matched terms."""
@@ -65,6 +56,7 @@ class Ours:
     _scope: Any = None
     _cache: IndexCache | None = None
     _root: str = ""
+    _snapshot: bytes = b""
     _doc_of: dict[str, str] = field(default_factory=dict)
 
     def build(self, chunks: list[BenchChunk]) -> None:
@@ -88,7 +80,7 @@ class Ours:
         indexed = (IndexedChunk(doc_ids[c.doc], "r1", c.index, c.digest, c.text) for c in chunks)
         self._kb, manifest = publish_chunks(indexed, self._objects, self.kb_id)
         self.index_bytes = manifest.total_bytes
-        self._documents = _Documents(records)
+        self._documents = MemoryDocuments(records.values())
         config = KnowledgeConfig(enabled=True, sources=[SourceConfig(kb_id=self.kb_id)], top_k=TOP_DOCS, max_docs=3)
         self._scope = Scope(config, {self.kb_id: self._kb})
         self._cache = IndexCache(LocalFiles(os.path.join(self._root, "warm")))

@@ -1,7 +1,8 @@
 """Errors a host sees, one class per protocol error code, each with what to do next.
 
 The ladder: `KnowledgeHostError` → `ServerError` (the server answered with an error; `code`,
-`status`, `message`) → one subclass per protocol code. Outside the server's answers:
+`status`, `message`) → one subclass per protocol code; the four a new search cures share
+`SearchAgain`. Outside the server's answers:
 `TransportError` (no answer at all), `ProtocolViolation` (an answer that breaks the protocol:
 unknown schema, a missing delivery echo, knowledge not marked reference_only) and
 `StaleResponse` (an answer that arrived after the host moved on; it was dropped).
@@ -123,28 +124,35 @@ class TurnConflict(ServerError):
     guidance = "This turn id was already used with a different payload; use a new client_turn_id, never alter a replay."
 
 
-class ReferenceInvalid(ServerError):
+class SearchAgain(ServerError):
+    """The reference (or cursor) can never work again: the cure is a new search, never a retry.
+    Each subclass's guidance ends with what to do then."""
+
+    search_again = True
+
+    def __init_subclass__(cls, **kwargs: object) -> None:
+        super().__init_subclass__(**kwargs)
+        cls.guidance = f"{cls.guidance} {SEARCH_AGAIN}"
+
+
+class ReferenceInvalid(SearchAgain):
     code = "knowledge_reference_invalid"
-    guidance = "The reference or cursor is not valid for this caller and run. " + SEARCH_AGAIN
-    search_again = True
+    guidance = "The reference or cursor is not valid for this caller and run."
 
 
-class ReferenceExpired(ServerError):
+class ReferenceExpired(SearchAgain):
     code = "knowledge_reference_expired"
-    guidance = "References and cursors live 300 seconds. " + SEARCH_AGAIN
-    search_again = True
+    guidance = "References and cursors live 300 seconds."
 
 
-class ScopeChanged(ServerError):
+class ScopeChanged(SearchAgain):
     code = "knowledge_scope_changed"
-    guidance = "The workspace's knowledge configuration changed. " + SEARCH_AGAIN
-    search_again = True
+    guidance = "The workspace's knowledge configuration changed."
 
 
-class KnowledgeChanged(ServerError):
+class KnowledgeChanged(SearchAgain):
     code = "knowledge_changed"
-    guidance = "The document changed or is gone; the old revision cannot be read. " + SEARCH_AGAIN
-    search_again = True
+    guidance = "The document changed or is gone; the old revision cannot be read."
 
 
 class KnowledgeUnavailable(ServerError):

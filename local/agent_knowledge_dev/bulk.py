@@ -1,16 +1,21 @@
-"""Ingest a folder: every .md/.txt/.html file below it, a few at a time, then one index rebuild.
+"""A folder of documents: which files are in it, and reading one without leaving the folder.
 
-Source key = path relative to the folder (with `/`), title = the first heading (Markdown `#`,
-HTML `<title>`/`<h1>`) or else the file name. One bad file is reported and counted as failed; the
-rest go on. The index is rebuilt once at the end — per-document rebuilds would make a bulk load
-quadratic.
+Source key = the path relative to the folder (with `/`). Every .md/.markdown/.txt/.html/.htm file
+counts; hidden files and folders (.git, .DS_Store) and other extensions are left out silently.
+Symbolic links are never followed, neither to files nor to folders: a link to `/etc/passwd`
+dropped into a docs folder must not end up in front of agents. They, and anything else that is
+not a regular file (FIFOs, devices, sockets — reading a FIFO would block forever) or cannot be
+listed, are reported in `Folder.skipped` with the reason. Reading opens with `O_NOFOLLOW` and
+checks the opened file again, so a file swapped for a link after the walk is refused too.
+
+`ingest_directory` stores a folder straight through an `Ingestor` (the demo seed of `serve`);
+`doc put --dir` uploads to the sources bucket instead (commands/documents.py).
 """
 
 from __future__ import annotations
 
-import html
-import re
-import time
+import os
+import stat
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field
@@ -18,20 +23,13 @@ from pathlib import Path
 from typing import Any
 
 from agent_knowledge.errors import KnowledgeError
-from agent_knowledge.ingest.documents import MAX_BODY_BYTES
+from agent_knowledge.ingest.content import MAX_BODY_BYTES
+from agent_knowledge.ingest.source_files import media_type_of
 
-MEDIA_TYPES = {
-    ".md": "text/markdown",
-    ".markdown": "text/markdown",
-    ".txt": "text/plain",
-    ".html": "text/html",
-    ".htm": "text/html",
-}
 DEFAULT_WORKERS = 4
-MAX_TITLE_CHARS = 200
-_MARKDOWN_HEADING = re.compile(r"^ {0,3}#{1,6}[ \t]+(.+?)(?:[ \t]+#+)?[ \t]*$", re.MULTILINE)
-_HTML_TITLE = re.compile(r"<title[^>]*>(.*?)</title>|<h1[^>]*>(.*?)</h1>", re.IGNORECASE | re.DOTALL)
-_TAG = re.compile(r"<[^>]+>")
+# Files larger than this are refused before reading (the ingest refuses the body anyway).
+MAX_FILE_BYTES = MAX_BODY_BYTES * 4
+SYMLINK = "symbolic link (not followed)"
 
 
 @dataclass(frozen=True)
@@ -41,38 +39,78 @@ class SourceFile:
     media_type: str
 
 
-def media_type_of(path: Path) -> str | None:
-    return MEDIA_TYPES.get(path.suffix.lower())
+@dataclass(frozen=True)
+class SkippedPath:
+    path: str  # relative to the folder, with `/`
+    reason: str
 
-
-def discover(root: Path) -> list[SourceFile]:
-    """Files to ingest, in a stable order; hidden files and folders (.git, .DS_Store) are skipped."""
-    files = []
-    for path in sorted(root.rglob("*")):
-        relative = path.relative_to(root)
-        if any(part.startswith(".") for part in relative.parts) or not path.is_file():
-            continue
-        media_type = media_type_of(path)
-        if media_type:
-            files.append(SourceFile(path, relative.as_posix(), media_type))
-    return files
-
-
-def title_of(content: bytes, media_type: str, fallback: str) -> str:
-    text = content.decode("utf-8", errors="replace")
-    found = None
-    if media_type == "text/markdown":
-        match = _MARKDOWN_HEADING.search(text)
-        found = match.group(1) if match else None
-    elif media_type == "text/html":
-        match = _HTML_TITLE.search(text)
-        found = html.unescape(_TAG.sub("", match.group(1) or match.group(2))) if match else None
-    title = " ".join((found or "").split()) or fallback
-    return title[:MAX_TITLE_CHARS]
+    def as_dict(self) -> dict[str, str]:
+        return {"path": self.path, "reason": self.reason}
 
 
 @dataclass
-class BulkSummary:
+class Folder:
+    files: list[SourceFile] = field(default_factory=list)
+    skipped: list[SkippedPath] = field(default_factory=list)
+
+
+class UnreadableSource(ValueError):
+    """A file of the folder that cannot be read as a document (too large, replaced by a link, …)."""
+
+
+def discover(root: Path) -> Folder:
+    """The files to ingest below `root`, in a stable order, and what was skipped (see module doc)."""
+    folder = Folder()
+    _walk(root, "", folder)
+    folder.files.sort(key=lambda source: source.source_key)
+    folder.skipped.sort(key=lambda skipped: skipped.path)
+    return folder
+
+
+def _walk(directory: Path, prefix: str, folder: Folder) -> None:
+    try:
+        entries = list(os.scandir(directory))
+    except OSError as exc:
+        folder.skipped.append(SkippedPath(prefix.rstrip("/") or ".", f"cannot list the folder: {exc.strerror}"))
+        return
+    for entry in entries:
+        if entry.name.startswith("."):
+            continue
+        relative = prefix + entry.name
+        try:
+            if entry.is_symlink():
+                folder.skipped.append(SkippedPath(relative, SYMLINK))
+            elif entry.is_dir(follow_symlinks=False):
+                _walk(Path(entry.path), relative + "/", folder)
+            elif (media_type := media_type_of(entry.name)) is None:
+                continue
+            elif entry.is_file(follow_symlinks=False):
+                folder.files.append(SourceFile(Path(entry.path), relative, media_type))
+            else:
+                folder.skipped.append(SkippedPath(relative, "not a regular file"))
+        except OSError as exc:
+            folder.skipped.append(SkippedPath(relative, f"cannot inspect: {exc.strerror}"))
+
+
+def read_source(path: Path) -> bytes:
+    """The file's bytes; refuses a link, a non-regular file or one larger than `MAX_FILE_BYTES`."""
+    try:
+        descriptor = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except OSError as exc:
+        if os.path.islink(path):
+            raise UnreadableSource(SYMLINK) from None
+        raise UnreadableSource(f"cannot read: {exc.strerror}") from None
+    with os.fdopen(descriptor, "rb") as handle:
+        status = os.fstat(handle.fileno())
+        if not stat.S_ISREG(status.st_mode):
+            raise UnreadableSource("not a regular file")
+        if status.st_size > MAX_FILE_BYTES:
+            raise UnreadableSource(f"file is larger than {MAX_FILE_BYTES} bytes")
+        return handle.read(MAX_FILE_BYTES + 1)
+
+
+@dataclass
+class IngestSummary:
     kb_id: str
     files: int = 0
     created: int = 0
@@ -81,38 +119,6 @@ class BulkSummary:
     failed: int = 0
     failures: list[dict[str, str]] = field(default_factory=list)
     index_generation: int | None = None
-    documents_seconds: float = 0.0
-    index_seconds: float = 0.0
-
-    def as_dict(self) -> dict[str, Any]:
-        return {
-            "kb_id": self.kb_id,
-            "files": self.files,
-            "created": self.created,
-            "updated": self.updated,
-            "skipped": self.skipped,
-            "failed": self.failed,
-            "failures": self.failures,
-            "index_generation": self.index_generation,
-            "seconds": {"documents": round(self.documents_seconds, 2), "index": round(self.index_seconds, 2)},
-        }
-
-
-def put_file(
-    ingestor: Any, kb_id: str, source: SourceFile, title: str | None = None, rebuild_index: bool = False
-) -> Any:
-    # The ingest API refuses such bodies anyway; do not read a huge file into memory first.
-    if source.path.stat().st_size > MAX_BODY_BYTES * 4:
-        raise ValueError(f"file is larger than {MAX_BODY_BYTES * 4} bytes")
-    content = source.path.read_bytes()
-    return ingestor.put(
-        kb_id,
-        source.source_key,
-        title or title_of(content, source.media_type, source.path.name),
-        content,
-        media_type=source.media_type,
-        rebuild_index=rebuild_index,
-    )
 
 
 def ingest_directory(
@@ -121,25 +127,29 @@ def ingest_directory(
     root: Path,
     *,
     workers: int = DEFAULT_WORKERS,
-    on_start: Callable[[int], None] | None = None,
     on_result: Callable[[SourceFile, str, str | None], None] | None = None,
-) -> BulkSummary:
-    """Put every file below `root`; `on_result(file, outcome, error)` follows along (for a progress bar)."""
-    started = time.perf_counter()
-    sources = discover(root)
-    summary = BulkSummary(kb_id=kb_id, files=len(sources))
-    if on_start:
-        on_start(len(sources))
+) -> IngestSummary:
+    """Store every file below `root` through `ingestor` (titles found in the documents), then
+    rebuild the index once: per-document rebuilds would make a bulk load quadratic."""
+    sources = discover(root).files
+    summary = IngestSummary(kb_id=kb_id, files=len(sources))
+
+    def put(source: SourceFile) -> str:
+        content = read_source(source.path)
+        result = ingestor.put(
+            kb_id, source.source_key, None, content, media_type=source.media_type, rebuild_index=False
+        )
+        return str(result.outcome)
+
     with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
-        futures = {pool.submit(put_file, ingestor, kb_id, source): source for source in sources}
+        futures = {pool.submit(put, source): source for source in sources}
         for future in as_completed(futures):
-            source = futures[future]
-            error = None
+            source, error = futures[future], None
             try:
-                outcome = future.result().outcome
+                outcome = future.result()
             except KnowledgeError as exc:  # IngestError and storage failures carry a safe message
                 outcome, error = "failed", exc.message
-            except (OSError, ValueError) as exc:
+            except UnreadableSource as exc:
                 outcome, error = "failed", str(exc)
             if error is not None:
                 summary.failures.append({"source_key": source.source_key, "error": error})
@@ -147,7 +157,5 @@ def ingest_directory(
             if on_result:
                 on_result(source, outcome, error)
     summary.failures.sort(key=lambda failure: failure["source_key"])
-    summary.documents_seconds = time.perf_counter() - started
     summary.index_generation = ingestor.rebuild_index(kb_id)
-    summary.index_seconds = time.perf_counter() - started - summary.documents_seconds
     return summary

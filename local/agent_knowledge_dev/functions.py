@@ -1,55 +1,24 @@
 """Load and call the Lambda handlers the template declares, the way Lambda would.
 
-Each function's `app.py` is imported by path under its own module name (every function has an
-`app.py`, so plain imports would collide). Calls to one function are serialized: a Powertools
-resolver keeps the current event on the module-level `app`, and a Lambda container never runs two
-events at once either.
+Handlers are imported by `agent_knowledge_dev.testing.functions`, the one loader of the project.
+Calls to one function are serialized: a Powertools resolver keeps the current event on the
+module-level `app`, and a Lambda container never runs two events at once either.
 """
 
 from __future__ import annotations
 
-import importlib.util
 import logging
 import sys
 import threading
-import time
-import uuid
 from collections.abc import Callable
 from typing import Any
 
 from agent_knowledge_dev.console import CliError
-from agent_knowledge_dev.template import FunctionRoute, function_routes, template
+from agent_knowledge_dev.template import FunctionRoute, function_routes
+from agent_knowledge_dev.testing.functions import load_module
+from agent_knowledge_dev.testing.lambda_context import LambdaContext
 
 Handler = Callable[[dict[str, Any], Any], dict[str, Any]]
-
-_load_lock = threading.Lock()
-_handlers: dict[str, Handler] = {}
-
-
-def _function_setting(function: str, name: str, default: int) -> int:
-    document = template()
-    own = document["Resources"][function]["Properties"].get(name)
-    value = own if own is not None else document.get("Globals", {}).get("Function", {}).get(name, default)
-    if isinstance(value, dict) and "Ref" in value:  # a template parameter: its default, as a deploy without overrides
-        value = document["Parameters"][value["Ref"]]["Default"]
-    return int(value)
-
-
-class LocalContext:
-    """The parts of the Lambda context object the handlers and Powertools use."""
-
-    def __init__(self, function: str, request_id: str | None = None) -> None:
-        self.function_name = function
-        self.function_version = "$LATEST"
-        self.memory_limit_in_mb = _function_setting(function, "MemorySize", 128)
-        self.invoked_function_arn = f"arn:aws:lambda:us-east-1:123456789012:function:{function}"
-        self.aws_request_id = request_id or str(uuid.uuid4())
-        self.log_group_name = f"/aws/lambda/{function}"
-        self.log_stream_name = "local"
-        self._deadline = time.monotonic() + _function_setting(function, "Timeout", 3)
-
-    def get_remaining_time_in_millis(self) -> int:
-        return max(0, int((self._deadline - time.monotonic()) * 1000))
 
 
 def function_names() -> list[str]:
@@ -68,18 +37,15 @@ def find_function(name: str) -> FunctionRoute:
 
 
 def load_handler(route: FunctionRoute) -> Handler:
-    with _load_lock:
-        if route.function not in _handlers:
-            module_name, _, attribute = route.handler.rpartition(".")
-            path = route.code_uri / (module_name.replace(".", "/") + ".py")
-            spec = importlib.util.spec_from_file_location(f"agent_knowledge_function_{route.short_name}", path)
-            if spec is None or spec.loader is None:
-                raise CliError(f"cannot load {path}")
-            module = importlib.util.module_from_spec(spec)
-            spec.loader.exec_module(module)
-            _handlers[route.function] = getattr(module, attribute)
-            function_logs_to_stderr()
-        return _handlers[route.function]
+    module_name, _, attribute = route.handler.rpartition(".")
+    path = route.code_uri / (module_name.replace(".", "/") + ".py")
+    try:
+        module = load_module(path)
+    except ImportError as exc:
+        raise CliError(str(exc)) from None
+    function_logs_to_stderr()
+    handler: Handler = getattr(module, attribute)
+    return handler
 
 
 def function_logs_to_stderr() -> None:
@@ -105,4 +71,4 @@ class FunctionInvoker:
     def __call__(self, route: FunctionRoute, event: dict[str, Any], request_id: str) -> dict[str, Any]:
         handler = load_handler(route)
         with self._lock(route.function):
-            return handler(event, LocalContext(route.function, request_id))
+            return handler(event, LambdaContext.for_function(route.function, request_id))

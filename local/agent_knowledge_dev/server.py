@@ -13,13 +13,12 @@ from __future__ import annotations
 import errno
 import logging
 import os
+import re
 import signal
 import socket
 import sys
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
-from dataclasses import dataclass
+from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from types import FrameType
 from typing import Any
@@ -45,35 +44,65 @@ class _RequestHandler(BaseHTTPRequestHandler):
         self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
 
     def _dispatch(self) -> None:
+        if self.request_version == "HTTP/0.9":  # `GET /path` alone: its answer would have no status line
+            self.send_error(HTTPStatus.BAD_REQUEST)
+            return
         started = time.perf_counter()
-        response = self._read_and_handle()
+        self._send(self._read_and_handle(), started)
+
+    def __getattr__(self, name: str) -> Any:
+        # http.server looks up `do_<METHOD>`: every method, known or not, goes to the gateway, which
+        # answers 404 or 405 as JSON like any other answer (never http.server's HTML 501 page).
+        if name.startswith("do_"):
+            return self._dispatch
+        raise AttributeError(name)
+
+    def send_error(self, code: int, message: str | None = None, explain: str | None = None) -> None:
+        """http.server's own refusals (a malformed request line, a line over 64 KiB, more than 100
+        headers, an unsupported HTTP version) as JSON with no-store, like every other answer, and
+        with a fixed message that echoes nothing of the request."""
+        started = time.perf_counter()
+        status = HTTPStatus(code)
+        error = "invalid_request" if status is HTTPStatus.BAD_REQUEST else _snake_case(status.phrase)
+        self.close_connection = True
+        # Before it understands a request line, http.server assumes HTTP/0.9: no status line, no headers.
+        self.request_version = self.protocol_version
+        self._send(json_error(code, error, _REFUSALS.get(code, status.phrase)), started)
+
+    def _send(self, response: HttpResponse, started: float) -> None:
         self.send_response(response.status)
         for name, value in response.headers:
             self.send_header(name, value)
         self.send_header("Content-Length", str(len(response.body)))
+        if self.close_connection:  # a refused request's unread bytes must not be taken for the next one
+            self.send_header("Connection", "close")
         self.end_headers()
         if self.command != "HEAD":
             self.wfile.write(response.body)
         if not self.server.quiet:
             elapsed = (time.perf_counter() - started) * 1000
-            print(f"{self.command} {self.path} → {response.status} ({elapsed:.0f} ms)", file=sys.stderr, flush=True)
+            target = _loggable_path(getattr(self, "path", "")) or "-"
+            print(f"{self.command or '-'} {target} → {response.status} ({elapsed:.0f} ms)", file=sys.stderr, flush=True)
 
     def _read_and_handle(self) -> HttpResponse:
         if "chunked" in self.headers.get("Transfer-Encoding", "").lower():
             self.close_connection = True
             return json_error(411, "length_required", "send the body with a Content-Length")
-        try:
-            length = int(self.headers.get("Content-Length") or 0)
-        except ValueError:
-            length = -1
-        if length < 0:
+        # Two different lengths are how a request is smuggled past a proxy that reads the other one.
+        lengths = {value.strip() for value in self.headers.get_all("Content-Length") or []}
+        if len(lengths) > 1:
+            self.close_connection = True
+            return json_error(400, "invalid_request", "conflicting Content-Length headers")
+        length = lengths.pop() if lengths else "0"
+        if not _DIGITS.fullmatch(length):  # int() would also take "+5", "1_0" and " 5"
             self.close_connection = True
             return json_error(400, "invalid_request", "invalid Content-Length")
-        if length > MAX_REQUEST_BYTES:
+        size = int(length)
+        if size > MAX_REQUEST_BYTES:
             # Never read it: answer and drop the connection, as API Gateway does.
             self.close_connection = True
             return json_error(413, "payload_too_large", "request body is larger than 6 MiB")
-        body = self.rfile.read(length) if length else b""
+        body = self.rfile.read(size) if size else b""
         request = HttpRequest(
             method=self.command,
             target=self.path,
@@ -84,10 +113,32 @@ class _RequestHandler(BaseHTTPRequestHandler):
         )
         return self.server.gateway.handle(request)
 
-    do_GET = do_POST = do_PUT = do_PATCH = do_DELETE = do_HEAD = do_OPTIONS = do_TRACE = do_CONNECT = _dispatch
-
     def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - BaseHTTPRequestHandler's name
-        """Requests are logged by `_dispatch`; keep http.server's own lines out."""
+        """Requests are logged by `_send`; keep http.server's own lines out."""
+
+
+_DIGITS = re.compile(r"[0-9]+")
+# The messages of http.server's refusals (`send_error`); its own would quote the request line.
+_REFUSALS = {
+    400: "malformed HTTP request",
+    414: "request line longer than 65536 bytes",
+    431: "request headers too large: at most 100 headers of at most 65536 bytes each",
+    505: "HTTP version not supported; use HTTP/1.1",
+}
+# C0 and C1 controls: in a logged path they could rewrite the terminal or forge a log line.
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+
+
+def _snake_case(phrase: str) -> str:
+    """`Request-URI Too Long` → `request_uri_too_long`."""
+    return re.sub(r"[^a-z0-9]+", "_", phrase.lower()).strip("_")
+
+
+def _loggable_path(target: str) -> str:
+    """The path of a request target, for the access log: never the query string (it can carry a
+    credential, e.g. `?access_token=`), control characters escaped."""
+    path = target.partition("?")[0].partition("#")[0]
+    return _CONTROL.sub(lambda match: f"\\x{ord(match.group()):02x}", path)
 
 
 class ApiServer(ThreadingHTTPServer):
@@ -120,18 +171,6 @@ def _bind(host: str, port: int, gateway: Gateway, quiet: bool) -> ApiServer:
         if exc.errno == errno.EADDRINUSE:
             raise CliError(f"port {port} on {host} is already in use; choose another with --port") from None
         raise CliError(f"cannot listen on {host}:{port}: {exc.strerror}") from None
-
-
-def _start_moto() -> Any:
-    from moto.server import ThreadedMotoServer
-
-    from agent_knowledge_dev import moto_speedups
-
-    moto_speedups.install()
-    logging.getLogger("werkzeug").setLevel(logging.ERROR)
-    moto = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
-    moto.start()
-    return moto
 
 
 def _banner(base_url: str, elapsed: float, documents: int) -> str:
@@ -171,11 +210,12 @@ def serve(host: str, port: int, quiet: bool = False) -> int:
     try:
         from agent_knowledge_dev.functions import FunctionInvoker
         from agent_knowledge_dev.template import function_routes
+        from agent_knowledge_dev.testing import moto_server_stack
 
         api = _bind(host, port, Gateway(function_routes(), FunctionInvoker()), quiet)
         try:
-            with local_stack() as stack:
-                lock.publish(ServerInfo(os.getpid(), api.base_url, stack.moto_endpoint, stack.environment, time.time()))
+            with moto_server_stack() as stack:
+                lock.publish(ServerInfo(os.getpid(), api.base_url, stack.endpoint, stack.environment, time.time()))
                 _stop_on_sigterm()
                 print(_banner(api.base_url, time.perf_counter() - started, stack.documents), flush=True)
                 if host not in {"127.0.0.1", "localhost", "::1"}:
@@ -189,36 +229,3 @@ def serve(host: str, port: int, quiet: bool = False) -> int:
     finally:
         lock.release()
     return 0
-
-
-@dataclass(frozen=True)
-class LocalStack:
-    moto_endpoint: str
-    environment: dict[str, str]
-    documents: int
-
-
-@contextmanager
-def local_stack(seed: bool = True) -> Iterator[LocalStack]:
-    """A moto server on loopback with the template's stack (and the demo), this process pointed at it."""
-    from agent_knowledge.repositories import aws, default_repositories
-    from agent_knowledge_dev.demo import seed_demo, seed_sample_documents
-    from agent_knowledge_dev.functions import function_logs_to_stderr
-    from agent_knowledge_dev.runtime import use_local_backend, use_stack_environment
-    from agent_knowledge_dev.stack import create_stack
-
-    moto = _start_moto()
-    try:
-        moto_host, moto_port = moto.get_host_and_port()
-        moto_endpoint = f"http://{moto_host}:{moto_port}"
-        use_local_backend(moto_endpoint)
-        environment = create_stack(aws.client)
-        use_stack_environment(environment)
-        function_logs_to_stderr()  # after the environment: Powertools names its logger from it
-        documents = 0
-        if seed:
-            seed_demo(default_repositories())
-            documents = seed_sample_documents(default_repositories())
-        yield LocalStack(moto_endpoint, environment, documents)
-    finally:
-        moto.stop()

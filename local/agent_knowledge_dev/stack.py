@@ -95,14 +95,3 @@ def resolve_environment(parameters: dict[str, str]) -> dict[str, str]:
                 raise ValueError(f"cannot resolve !Ref {target} locally")
         resolved[variable] = str(value)
     return resolved
-
-
-def reset_container_caches() -> None:
-    """The layer's `reset_container_caches` (kept under this name for the dev tooling and tests).
-
-    Imported when called, not at module import: importing the layer's runtime creates the
-    Powertools logger and metrics, which must see the caller's environment (namespace, service).
-    """
-    from agent_knowledge.runtime.container import reset_container_caches as reset_layer_caches
-
-    reset_layer_caches()

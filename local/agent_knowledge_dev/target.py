@@ -1,9 +1,10 @@
 """Which stack the admin commands talk to.
 
 Default: the local stack of the running `agent-knowledge serve` (found through the state dir).
-With `--aws`: real AWS through the normal boto3 configuration (AWS_PROFILE, AWS_REGION, SSO, …) and
-the deployed stack's table and bucket names from the same environment variables the functions use
-(SESSIONS_TABLE, CONFIG_TABLE, DOCUMENTS_TABLE, RUNS_TABLE, BODIES_BUCKET — the stack's outputs).
+With `--aws --stack NAME`: a deployed stack, through the normal AWS configuration (AWS_PROFILE,
+SSO, instance roles, …; `AWS_REGION` wins over the profile's region), with the table and bucket
+names read from the stack's CloudFormation outputs (`describe_stacks`; no `aws` CLI needed).
+Missing credentials or region are said as such before anything else is tried.
 """
 
 from __future__ import annotations
@@ -11,30 +12,67 @@ from __future__ import annotations
 import argparse
 import functools
 import os
+from dataclasses import dataclass
 from typing import Any
 
 from agent_knowledge.repositories import Repositories
 from agent_knowledge.settings import Settings
 from agent_knowledge_dev.console import CliError
 
-ADMIN_VARIABLES = ("SESSIONS_TABLE", "CONFIG_TABLE", "DOCUMENTS_TABLE", "RUNS_TABLE", "BODIES_BUCKET")
+# Settings field → the stack output holding its value (template.yaml, Outputs).
+STACK_OUTPUTS = {
+    "sessions_table": "SessionsTableName",
+    "config_table": "ConfigTableName",
+    "documents_table": "DocumentsTableName",
+    "runs_table": "RunsTableName",
+    "bodies_bucket": "BodiesBucketName",
+}
+SOURCES_BUCKET_OUTPUT = "SourcesBucketName"
+SOURCES_BUCKET_VARIABLE = "SOURCES_BUCKET"
 
 
 def add_target_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--aws",
         action="store_true",
-        help="act on a deployed stack through your AWS configuration; table and bucket names from "
-        + ", ".join(ADMIN_VARIABLES),
+        help="act on a deployed stack (with --stack) through your AWS configuration instead of the local serve",
     )
+    parser.add_argument(
+        "--stack", metavar="NAME", help="with --aws: the CloudFormation stack whose outputs name the tables and buckets"
+    )
+
+
+@dataclass(frozen=True)
+class StackNames:
+    settings: Settings
+    sources_bucket: str | None  # None: a stack deployed before the sources bucket existed
 
 
 def connect(arguments: argparse.Namespace) -> Repositories:
     from agent_knowledge_dev.functions import function_logs_to_stderr
 
-    repositories = _aws_repositories() if arguments.aws else _local_repositories()
+    names = _names(arguments)
+    _client.cache_clear()
+    repositories = Repositories.build(names.settings, _client("dynamodb"), s3=lambda: _client("s3"))
     function_logs_to_stderr()  # the shared code logs with Powertools; stdout is for the JSON result
     return repositories
+
+
+def sources_bucket(arguments: argparse.Namespace) -> tuple[Any, str] | None:
+    """The S3 client and the name of the sources bucket (call after `connect`); None for a stack
+    deployed before the sources bucket existed."""
+    names = _names(arguments)
+    return None if names.sources_bucket is None else (_client("s3"), names.sources_bucket)
+
+
+def _names(arguments: argparse.Namespace) -> StackNames:
+    if not arguments.aws:
+        if arguments.stack:
+            raise CliError("--stack names a deployed stack: add --aws (without it the commands act on the local serve)")
+        return _local_names()
+    if not arguments.stack:
+        raise CliError("--aws needs --stack NAME (the stack you deployed with `sam deploy`)")
+    return _stack_names(arguments.stack, _aws_region())
 
 
 @functools.cache
@@ -45,7 +83,6 @@ def _client(service: str) -> Any:
     a millisecond per large document record) is skipped; the service still validates them. S3 puts
     go without `Expect: 100-continue`: document bodies are at most a few MB, and waiting for the
     interim answer costs a round trip per document in a bulk load."""
-    import botocore.session
     from botocore.config import Config
     from botocore.handlers import add_expect_header
 
@@ -56,42 +93,73 @@ def _client(service: str) -> Any:
         max_pool_connections=32,
         parameter_validation=False,
     )
-    client = botocore.session.get_session().create_client(service, config=config)
+    client = _session().create_client(service, region_name=os.environ.get("AWS_REGION") or None, config=config)
     if service == "s3":
         client.meta.events.unregister("before-call.s3", add_expect_header)
     return client
 
 
-def _repositories(settings: Settings) -> Repositories:
-    return Repositories.build(settings, _client("dynamodb"), s3=lambda: _client("s3"))
+def _session() -> Any:
+    import botocore.session
+
+    return botocore.session.get_session()
 
 
-def _local_repositories() -> Repositories:
+def _local_names() -> StackNames:
     from agent_knowledge.settings import get_settings
     from agent_knowledge_dev.localstate import running_server
     from agent_knowledge_dev.runtime import use_local_backend, use_stack_environment
 
     server = running_server()
     if server is None:
-        raise CliError("no local stack: start one with `agent-knowledge serve` (or pass --aws for a deployed stack)")
+        raise CliError("no local stack: start one with `agent-knowledge serve` (or pass --aws --stack NAME)")
     use_local_backend(server.moto_endpoint)
     use_stack_environment(server.environment)
-    _client.cache_clear()
-    return _repositories(get_settings())
+    return StackNames(get_settings(), server.environment.get(SOURCES_BUCKET_VARIABLE))
 
 
-def _aws_repositories() -> Repositories:
-    missing = [name for name in ADMIN_VARIABLES if not os.environ.get(name)]
+def _aws_region() -> str:
+    """`AWS_REGION` (what Lambda and most SDKs read; botocore itself does not), else the profile's."""
+    from botocore.exceptions import BotoCoreError
+
+    session = _session()
+    try:
+        region = os.environ.get("AWS_REGION") or session.get_config_variable("region")
+        credentials = session.get_credentials()
+        if credentials is not None:
+            credentials.get_frozen_credentials()  # an expired SSO login fails here, not mid-command
+    except BotoCoreError as exc:
+        raise CliError(f"no usable AWS credentials: {exc}") from None
+    if credentials is None:
+        raise CliError(
+            "no AWS credentials found: set AWS_PROFILE (or AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY), "
+            "run `aws sso login`, or run where an instance or task role is available"
+        )
+    if not region:
+        raise CliError("no AWS region: set AWS_REGION (or a region in your AWS profile)")
+    return str(region)
+
+
+@functools.cache
+def _stack_names(stack: str, region: str) -> StackNames:
+    from botocore.exceptions import ClientError
+
+    os.environ["AWS_REGION"] = region  # the repositories' clients use the same region
+    cloudformation = _client("cloudformation")
+    try:
+        described = cloudformation.describe_stacks(StackName=stack)["Stacks"][0]
+    except ClientError as exc:
+        message = exc.response.get("Error", {}).get("Message", "")
+        if "does not exist" in message:
+            raise CliError(f"no stack {stack!r} in {region} (check --stack and AWS_REGION)") from None
+        raise
+    outputs = {output["OutputKey"]: output["OutputValue"] for output in described.get("Outputs", [])}
+    missing = [name for name in STACK_OUTPUTS.values() if not outputs.get(name)]
     if missing:
-        raise CliError(f"--aws needs the stack's names in {', '.join(missing)} (see the README, 'Deploy')")
+        raise CliError(f"stack {stack!r} lacks the outputs {', '.join(missing)}: is it an agent-knowledge stack?")
     settings = Settings(
-        sessions_table=os.environ["SESSIONS_TABLE"],
-        config_table=os.environ["CONFIG_TABLE"],
-        documents_table=os.environ["DOCUMENTS_TABLE"],
-        runs_table=os.environ["RUNS_TABLE"],
-        bodies_bucket=os.environ["BODIES_BUCKET"],
+        **{field: outputs[output] for field, output in STACK_OUTPUTS.items()},
         # The admin commands never sign references, so they do not need the server token.
-        server_token_secret_id=os.environ.get("SERVER_TOKEN_SECRET_ID") or "not-used-by-admin-commands",
+        server_token_secret_id="not-used-by-admin-commands",
     )
-    _client.cache_clear()
-    return _repositories(settings)
+    return StackNames(settings, outputs.get(SOURCES_BUCKET_OUTPUT))

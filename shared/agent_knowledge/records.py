@@ -98,7 +98,11 @@ class KnowledgeBaseRecord(Record):
     index_manifests: list[str] = []
 
 
-DocumentStatus = Literal["pending", "ready", "error"]
+# `ready`: the body is stored and the record may be served (search and read check this, and the
+# revision). `pending`: a new document whose body is being stored. `error`: it could not be
+# ingested (`error_reason` says why). `deleted`: a tombstone left by a delete from the sources
+# bucket, so that a late, older event cannot resurrect the document; DynamoDB TTL removes it.
+DocumentStatus = Literal["pending", "ready", "error", "deleted"]
 
 
 class DocumentRecord(Record):
@@ -122,6 +126,16 @@ class DocumentRecord(Record):
     chunk_offsets: list[tuple[int, int]] = Field(default_factory=list)
     created_at: int = 0
     updated_at: int = 0
+    # Unique per write of the record (part of body_key): the version a conditional write replaces.
+    write_id: str = ""
+    # Set (epoch seconds) while the change is not yet in a published index generation; cleared by
+    # the indexer. Documents with it are in the table's sparse `pending` index.
+    index_pending_since: float | None = None
+    # The S3 event that last set this record (sources bucket): an older event never overwrites it.
+    source_sequencer: str | None = None
+    source_version_id: str | None = None
+    # Epoch seconds after which DynamoDB may remove the item (tombstones only).
+    ttl: int | None = None
 
 
 RunState = Literal["preparing", "context_ready", "completed", "failed", "expired"]

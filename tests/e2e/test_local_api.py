@@ -8,7 +8,7 @@ import json
 import pytest
 
 from agent_knowledge_dev.demo import DEMO_TOKEN, FOREIGN_ROUTE
-from tests.e2e.conftest import LocalApi, start_server
+from agent_knowledge_dev.testing import PROJECT_ROOT, ServedApi, cli_environment, start_server
 from tests.e2e.contract import assert_matches_spec
 
 
@@ -18,7 +18,7 @@ def _implemented(reply) -> None:  # type: ignore[no-untyped-def]
         pytest.skip("endpoint not implemented yet")
 
 
-def test_capabilities_with_the_printed_token(local_api: LocalApi):
+def test_capabilities_with_the_printed_token(local_api: ServedApi):
     assert local_api.token == DEMO_TOKEN
     reply = local_api.capabilities()
     assert reply.status == 200
@@ -28,7 +28,7 @@ def test_capabilities_with_the_printed_token(local_api: LocalApi):
 
 
 @pytest.mark.parametrize("token", [None, "not-a-session-token-0000000000000", "short"])
-def test_missing_or_unknown_bearer_is_401(local_api: LocalApi, token):
+def test_missing_or_unknown_bearer_is_401(local_api: ServedApi, token):
     reply = local_api.capabilities(token=token)
     assert reply.status == 401
     assert_matches_spec(reply, "GET", "capabilities")
@@ -36,7 +36,7 @@ def test_missing_or_unknown_bearer_is_401(local_api: LocalApi, token):
     assert reply.headers["www-authenticate"].startswith("Bearer")
 
 
-def test_foreign_and_unknown_routes_are_the_same_404(local_api: LocalApi):
+def test_foreign_and_unknown_routes_are_the_same_404(local_api: ServedApi):
     foreign = local_api.capabilities(route=FOREIGN_ROUTE)
     unknown = local_api.capabilities(route="no-such-route")
     assert foreign.status == unknown.status == 404
@@ -45,7 +45,7 @@ def test_foreign_and_unknown_routes_are_the_same_404(local_api: LocalApi):
     assert foreign.json()["error"] == "workspace_not_found"
 
 
-def test_unknown_path_is_404_and_wrong_method_405_with_no_store(local_api: LocalApi):
+def test_unknown_path_is_404_and_wrong_method_405_with_no_store(local_api: ServedApi):
     missing = local_api.request("GET", "/agent-api/v1/nowhere")
     assert missing.status == 404
     assert missing.headers["cache-control"] == "no-store"
@@ -56,7 +56,7 @@ def test_unknown_path_is_404_and_wrong_method_405_with_no_store(local_api: Local
     assert wrong.headers["cache-control"] == "no-store"
 
 
-def test_bad_bodies_are_400_invalid_request(local_api: LocalApi):
+def test_bad_bodies_are_400_invalid_request(local_api: ServedApi):
     cases = [
         local_api.request("POST", local_api.workspace("search"), raw=b"{not json", headers={"Content-Type": "text/x"}),
         local_api.request("POST", local_api.workspace("search"), raw=b"\xff\xfe\x00binary"),
@@ -72,7 +72,7 @@ def test_bad_bodies_are_400_invalid_request(local_api: LocalApi):
         assert_matches_spec(reply, "POST", "search")
 
 
-def test_search_then_read_every_page_following_next_cursor(local_api: LocalApi):
+def test_search_then_read_every_page_following_next_cursor(local_api: ServedApi):
     search = local_api.search({"query": "How do I report a lost laptop?", "limit": 3})
     _implemented(search)
     assert search.status == 200
@@ -100,7 +100,7 @@ def test_search_then_read_every_page_following_next_cursor(local_api: LocalApi):
     assert all(page["title"] == hint["title"] and page["revision"] == hint["revision"] for page in pages)
 
 
-def test_chinese_query_finds_the_chinese_handbook(local_api: LocalApi):
+def test_chinese_query_finds_the_chinese_handbook(local_api: ServedApi):
     reply = local_api.search({"query": "设备丢失应该怎么办？"})
     _implemented(reply)
     assert reply.status == 200
@@ -109,7 +109,7 @@ def test_chinese_query_finds_the_chinese_handbook(local_api: LocalApi):
     assert "信息安全守则" in titles
 
 
-def test_tampered_reference_is_400_knowledge_reference_invalid(local_api: LocalApi):
+def test_tampered_reference_is_400_knowledge_reference_invalid(local_api: ServedApi):
     search = local_api.search({"query": "code review"})
     _implemented(search)
     ref = search.json()["hints"][0]["ref"]
@@ -120,7 +120,7 @@ def test_tampered_reference_is_400_knowledge_reference_invalid(local_api: LocalA
     assert reply.json()["error"] == "knowledge_reference_invalid"
 
 
-def test_a_second_serve_says_one_is_running(local_api: LocalApi):
+def test_a_second_serve_says_one_is_running(local_api: ServedApi):
     again = local_api.cli("serve", "--port", "0")
     assert again.returncode == 1
     assert "already running" in again.stderr
@@ -128,15 +128,15 @@ def test_a_second_serve_says_one_is_running(local_api: LocalApi):
     assert "Traceback" not in again.stderr
 
 
-def test_serve_on_a_taken_port_says_so(local_api: LocalApi, tmp_path):
+def test_serve_on_a_taken_port_says_so(local_api: ServedApi, tmp_path):
     environment = dict(local_api.environment, AGENT_KNOWLEDGE_STATE_DIR=str(tmp_path))
-    other = LocalApi(local_api.host, local_api.port, "", environment, tmp_path / "out")
+    other = ServedApi(local_api.host, local_api.port, "", environment, tmp_path / "out")
     result = other.cli("serve", "--port", str(local_api.port))
     assert result.returncode == 1
     assert f"port {local_api.port}" in result.stderr and "already in use" in result.stderr
 
 
-def test_bulk_ingest_of_a_folder_with_one_broken_file(local_api: LocalApi, tmp_path):
+def test_bulk_ingest_of_a_folder_with_one_broken_file(local_api: ServedApi, tmp_path):
     folder = tmp_path / "docs"
     (folder / "guides").mkdir(parents=True)
     (folder / "guides" / "parking.md").write_text(
@@ -151,7 +151,7 @@ def test_bulk_ingest_of_a_folder_with_one_broken_file(local_api: LocalApi, tmp_p
     (folder / "ignored.pdf").write_bytes(b"%PDF-1.4")
 
     assert local_api.cli("kb", "create", "office", "--name", "Office").returncode == 0
-    first = local_api.cli("doc", "put", "office", "--dir", str(folder))
+    first = local_api.cli("doc", "put", "office", "--dir", str(folder), "--wait", "--timeout", "120")
     assert first.returncode == 1, first.stderr
     summary = json.loads(first.stdout)
     assert (summary["files"], summary["created"], summary["updated"], summary["skipped"], summary["failed"]) == (
@@ -167,7 +167,7 @@ def test_bulk_ingest_of_a_folder_with_one_broken_file(local_api: LocalApi, tmp_p
 
     (folder / "broken.md").write_text("# Fixed\n\nNow it is valid text.\n", encoding="utf-8")
     (folder / "guides" / "canteen.txt").write_text("The canteen serves lunch from 11:00.\n", encoding="utf-8")
-    second = local_api.cli("doc", "put", "office", "--dir", str(folder))
+    second = local_api.cli("doc", "put", "office", "--dir", str(folder), "--wait", "--timeout", "120")
     assert second.returncode == 0, second.stderr
     summary = json.loads(second.stdout)
     assert (summary["created"], summary["updated"], summary["skipped"], summary["failed"]) == (1, 1, 2, 0)
@@ -182,8 +182,17 @@ def test_bulk_ingest_of_a_folder_with_one_broken_file(local_api: LocalApi, tmp_p
     assert reply.status == 200
     assert [hint["title"] for hint in reply.json()["hints"]][0] == "Parking and bicycles"
 
+    # One document with --wait: searchable when the command returns.
+    single = tmp_path / "espresso.md"
+    single.write_text("# Espresso\n\nThe espresso machine descales itself on Fridays.\n", encoding="utf-8")
+    put = local_api.cli("doc", "put", "office", "kitchen/espresso.md", "--file", str(single), "--wait")
+    assert put.returncode == 0, put.stderr
+    assert json.loads(put.stdout)["document"]["status"] == "ready"
+    reply = local_api.search({"query": "descales itself"}, route="office", token=token)
+    assert [hint["title"] for hint in reply.json()["hints"]][0] == "Espresso"
 
-def test_user_mistakes_are_one_line_errors(local_api: LocalApi, tmp_path):
+
+def test_user_mistakes_are_one_line_errors(local_api: ServedApi, tmp_path):
     cases = [
         (("doc", "put", "no-such-kb", "--dir", str(tmp_path)), "unknown knowledge base"),
         (("doc", "put", "handbook", "a.md", "--file", str(tmp_path / "missing.md")), "file not found"),
@@ -201,19 +210,15 @@ def test_user_mistakes_are_one_line_errors(local_api: LocalApi, tmp_path):
 
 
 def test_without_a_running_serve_admin_commands_say_so(tmp_path):
-    from tests.e2e.conftest import cli_environment
-
-    api = LocalApi("127.0.0.1", 0, "", cli_environment(tmp_path), tmp_path / "out")
+    api = ServedApi("127.0.0.1", 0, "", cli_environment(tmp_path), tmp_path / "out")
     result = api.cli("kb", "create", "x")
     assert result.returncode == 1
     assert "agent-knowledge serve" in result.stderr and "Traceback" not in result.stderr
 
 
 def test_invoke_without_a_running_serve_uses_a_fresh_demo_stack(tmp_path):
-    from tests.e2e.conftest import ROOT, cli_environment
-
-    api = LocalApi("127.0.0.1", 0, "", cli_environment(tmp_path), tmp_path / "out")
-    result = api.cli("invoke", "capabilities", str(ROOT / "events" / "capabilities-valid-bearer.json"))
+    api = ServedApi("127.0.0.1", 0, "", cli_environment(tmp_path), tmp_path / "out")
+    result = api.cli("invoke", "capabilities", str(PROJECT_ROOT / "events" / "capabilities-valid-bearer.json"))
     assert result.returncode == 0, result.stderr
     response = json.loads(result.stdout)
     assert response["statusCode"] == 200
@@ -223,17 +228,15 @@ def test_invoke_without_a_running_serve_uses_a_fresh_demo_stack(tmp_path):
 
 def test_start_server_helper_is_reusable(tmp_path):
     """A second, independent server (own state dir and port) runs beside the module's one."""
-    from tests.e2e.conftest import stop_server
-
     api = start_server(tmp_path / "state", tmp_path / "serve.out")
     try:
         assert api.capabilities().status == 200
     finally:
-        assert stop_server(api) == 0
+        assert api.stop() == 0
     assert not (tmp_path / "state" / "serve.json").exists()
 
 
-def test_an_oversized_body_is_refused_unread_with_413(local_api: LocalApi):
+def test_an_oversized_body_is_refused_unread_with_413(local_api: ServedApi):
     import socket
 
     with socket.create_connection((local_api.host, local_api.port), timeout=30) as connection:
@@ -253,7 +256,7 @@ def test_an_oversized_body_is_refused_unread_with_413(local_api: LocalApi):
     assert json.loads(body)["error"] == "payload_too_large"
 
 
-def test_a_kept_alive_connection_serves_several_requests(local_api: LocalApi):
+def test_a_kept_alive_connection_serves_several_requests(local_api: ServedApi):
     import http.client
 
     connection = http.client.HTTPConnection(local_api.host, local_api.port, timeout=30)

@@ -8,7 +8,7 @@ from typing import Any
 
 from openapi_schema_validator import OAS31Validator
 
-from tests.e2e.conftest import LocalApi
+from agent_knowledge_dev.testing import ServedApi
 from tests.e2e.contract import spec
 
 TURNS = "/agent-api/v1/workspaces/{route}/turns"
@@ -36,11 +36,11 @@ def assert_documented(reply: Any, path: str) -> None:
     assert reply.headers["cache-control"] == "no-store"
 
 
-def start_turn(api: LocalApi, body: dict, route: str = "demo", **kwargs):
+def start_turn(api: ServedApi, body: dict, route: str = "demo", **kwargs):
     return api.request("POST", TURNS.format(route=route), body, **kwargs)
 
 
-def test_negotiated_on_demand_turn_reads_through_its_run_and_completes(local_api: LocalApi):
+def test_negotiated_on_demand_turn_reads_through_its_run_and_completes(local_api: ServedApi):
     capabilities = local_api.capabilities()
     assert capabilities.status == 200
     assert "on_demand" in capabilities.json()["delivery_modes"]
@@ -83,7 +83,7 @@ def test_negotiated_on_demand_turn_reads_through_its_run_and_completes(local_api
     assert after.status == 409 and after.json()["error"] == "run_not_ready"
 
 
-def test_turn_errors_over_http(local_api: LocalApi):
+def test_turn_errors_over_http(local_api: ServedApi):
     body = {
         "client_conversation_id": "e2e-conversation",
         "client_turn_id": "e2e-turn-2",
@@ -108,7 +108,7 @@ def test_turn_errors_over_http(local_api: LocalApi):
     assert_documented(missing, COMPLETE)
 
 
-def test_task_commands_drive_a_task_bound_turn(local_api: LocalApi):
+def test_task_commands_drive_a_task_bound_turn(local_api: ServedApi):
     issued = local_api.cli("session", "issue", "--client", "demo-agent", "--route", "demo", "--principal-id", "e2e")
     assert issued.returncode == 0, issued.stderr
     session = json.loads(issued.stdout)

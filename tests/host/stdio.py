@@ -6,6 +6,7 @@ import sys
 import tempfile
 from collections.abc import Awaitable, Callable
 from pathlib import Path
+from typing import Any
 
 import anyio
 from mcp import types
@@ -42,3 +43,17 @@ def run_session(base_url: str, route: str, body: Session, token: str, launcher: 
 
 def text_of(result: types.CallToolResult) -> str:
     return "".join(block.text for block in result.content if isinstance(block, types.TextContent))
+
+
+async def read_every_page(session: ClientSession, ref: str, max_bytes: int) -> list[dict[str, Any]]:
+    """`knowledge_read` page after page, following `next_cursor`; every page must succeed."""
+    pages: list[dict[str, Any]] = []
+    cursor = None
+    while True:
+        arguments = {"ref": ref, "max_bytes": max_bytes} | ({"cursor": cursor} if cursor else {})
+        page = await session.call_tool("knowledge_read", arguments)
+        assert not page.is_error, text_of(page)
+        pages.append(page.structured_content)
+        cursor = page.structured_content["next_cursor"]
+        if cursor is None:
+            return pages

@@ -8,17 +8,7 @@ admin CLI, as an operator would. Expired references cannot be produced here with
 
 from __future__ import annotations
 
-import os
-import signal
-import socket
-import subprocess
-import sys
-import time
-import urllib.error
-import urllib.request
 from collections.abc import Iterator
-from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import anyio.to_thread
@@ -26,13 +16,12 @@ import pytest
 from mcp.client.session import ClientSession
 
 from agent_knowledge_dev.demo import DEMO_ROUTE, DEMO_TOKEN
+from agent_knowledge_dev.testing import ServedApi, start_server
 from agent_knowledge_host import KnowledgeClient
 from agent_knowledge_host import errors as e
 from tests.host.fakes import CHAIN_MAX_BYTES
-from tests.host.stdio import CONSOLE_SCRIPT, run_session, text_of
+from tests.host.stdio import CONSOLE_SCRIPT, read_every_page, run_session, text_of
 
-CLI = [sys.executable, "-m", "agent_knowledge_dev.cli"]
-READY_TIMEOUT = 60  # a safety net for a loaded 2-core machine, not a speed claim
 GUIDE = "# Zephyrine operations guide\n\n" + "".join(
     f"Step {n}: the zephyrine valve is checked twice; 检查阀门 before every shift.\n\n" for n in range(1400)
 )  # about 115 KB: several pages, within the 128 KiB chain
@@ -44,89 +33,31 @@ ARCHIVE = "# Quillwort archive\n\n" + "".join(
 NOTE = "# Ephemeral note\n\nThe marmoset key opens the east door.\n"
 
 
-@dataclass
-class LocalApi:
-    base_url: str
-    environment: dict[str, str]
-    tmp: Path
-
-    def put_documents(self, documents: dict[str, str]) -> None:
-        """`agent-knowledge doc put handbook --dir`: one CLI run for all (the source key is the file name)."""
-        folder = self.tmp / "docs"
-        folder.mkdir(exist_ok=True)
-        for old in folder.iterdir():
-            old.unlink()
-        for key, text in documents.items():
-            (folder / key).write_text(text, encoding="utf-8")
-        done = subprocess.run(
-            [*CLI, "doc", "put", "handbook", "--dir", str(folder)],
-            env=self.environment,
-            capture_output=True,
-            text=True,
-            timeout=120,
-        )
-        assert done.returncode == 0, done.stderr
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
-
-
-def answers(url: str) -> bool:
-    request = urllib.request.Request(url, headers={"Authorization": f"Bearer {DEMO_TOKEN}"})
-    try:
-        with urllib.request.urlopen(request, timeout=5) as response:
-            return bool(response.status == 200)
-    except (urllib.error.URLError, OSError):
-        return False
+def put_documents(api: ServedApi, documents: dict[str, str]) -> None:
+    """`agent-knowledge doc put handbook --dir`: one CLI run for all (the source key is the file name)."""
+    assert api.output is not None
+    folder = api.output.parent / "docs"
+    folder.mkdir(exist_ok=True)
+    for old in folder.iterdir():
+        old.unlink()
+    for key, text in documents.items():
+        (folder / key).write_text(text, encoding="utf-8")
+    done = api.cli("doc", "put", "handbook", "--dir", str(folder), "--wait", "--timeout", "100", timeout=120)
+    assert done.returncode == 0, done.stderr
 
 
 @pytest.fixture(scope="module")
-def local_api(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalApi]:
+def local_api(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServedApi]:
     tmp = tmp_path_factory.mktemp("host-e2e")
-    environment = {k: v for k, v in os.environ.items() if not k.startswith(("AWS_", "POWERTOOLS_"))}
-    environment["AGENT_KNOWLEDGE_STATE_DIR"] = str(tmp / "state")
-    port = free_port()
-    base_url = f"http://127.0.0.1:{port}"
-    with (tmp / "serve.out").open("wb") as sink:
-        process = subprocess.Popen(
-            [*CLI, "serve", "--port", str(port), "--quiet"], env=environment, stdout=sink, stderr=subprocess.STDOUT
-        )
+    api = start_server(tmp / "state", tmp / "serve.out", quiet=True)
     try:
-        capabilities = f"{base_url}/agent-api/v1/workspaces/{DEMO_ROUTE}/knowledge/capabilities"
-        deadline = time.monotonic() + READY_TIMEOUT
-        while not answers(capabilities):
-            assert process.poll() is None, (tmp / "serve.out").read_text(errors="replace")
-            assert time.monotonic() < deadline, "serve did not start"
-            time.sleep(0.1)
-        api = LocalApi(base_url, environment, tmp)
-        api.put_documents({"zephyrine-guide.md": GUIDE, "quillwort-archive.md": ARCHIVE, "ephemeral-note.md": NOTE})
+        put_documents(api, {"zephyrine-guide.md": GUIDE, "quillwort-archive.md": ARCHIVE, "ephemeral-note.md": NOTE})
         yield api
     finally:
-        process.send_signal(signal.SIGINT)
-        try:
-            process.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
+        api.stop()
 
 
-async def read_every_page(session: ClientSession, ref: str) -> list[dict[str, Any]]:
-    pages: list[dict[str, Any]] = []
-    cursor = None
-    while True:
-        arguments = {"ref": ref, "max_bytes": 32768} | ({"cursor": cursor} if cursor else {})
-        page = await session.call_tool("knowledge_read", arguments)
-        assert not page.is_error, text_of(page)
-        pages.append(page.structured_content)
-        cursor = page.structured_content["next_cursor"]
-        if cursor is None:
-            return pages
-
-
-def test_search_and_read_whole_documents_through_mcp(local_api: LocalApi) -> None:
+def test_search_and_read_whole_documents_through_mcp(local_api: ServedApi) -> None:
     seen: dict[str, Any] = {}
 
     async def body(session: ClientSession) -> None:
@@ -134,8 +65,8 @@ def test_search_and_read_whole_documents_through_mcp(local_api: LocalApi) -> Non
         guide = await session.call_tool("knowledge_search", {"query": "zephyrine valve"})
         archive = await session.call_tool("knowledge_search", {"query": "quillwort samples"})
         seen["guide_hint"] = guide.structured_content["hints"][0]
-        seen["guide_pages"] = await read_every_page(session, seen["guide_hint"]["ref"])
-        seen["archive_pages"] = await read_every_page(session, archive.structured_content["hints"][0]["ref"])
+        seen["guide_pages"] = await read_every_page(session, seen["guide_hint"]["ref"], 32768)
+        seen["archive_pages"] = await read_every_page(session, archive.structured_content["hints"][0]["ref"], 32768)
 
     # Launched as docs/host.md registers it in a host: `agent-knowledge-mcp ...`.
     run_session(local_api.base_url, DEMO_ROUTE, body, token=DEMO_TOKEN, launcher=CONSOLE_SCRIPT)
@@ -157,7 +88,7 @@ def test_search_and_read_whole_documents_through_mcp(local_api: LocalApi) -> Non
     assert archive_pages[-1]["total_content_bytes"] == len(ARCHIVE.encode("utf-8"))
 
 
-def test_changed_and_forged_references_are_tool_errors(local_api: LocalApi) -> None:
+def test_changed_and_forged_references_are_tool_errors(local_api: ServedApi) -> None:
     seen: dict[str, Any] = {}
 
     async def body(session: ClientSession) -> None:
@@ -167,7 +98,7 @@ def test_changed_and_forged_references_are_tool_errors(local_api: LocalApi) -> N
         seen["forged"] = await session.call_tool("knowledge_read", {"ref": forged})
         # An operator edits the document: the reference's revision is gone.
         changed = NOTE.replace("east", "west")
-        await anyio.to_thread.run_sync(local_api.put_documents, {"ephemeral-note.md": changed})
+        await anyio.to_thread.run_sync(put_documents, local_api, {"ephemeral-note.md": changed})
         seen["changed"] = await session.call_tool("knowledge_read", {"ref": ref})
         # As the error says: search again, then read the new reference.
         again = await session.call_tool("knowledge_search", {"query": "marmoset key"})
@@ -185,7 +116,7 @@ def test_changed_and_forged_references_are_tool_errors(local_api: LocalApi) -> N
     assert "west door" in seen["new_page"].structured_content["content"]
 
 
-def test_client_negotiates_an_on_demand_turn_and_reads_its_hints(local_api: LocalApi) -> None:
+def test_client_negotiates_an_on_demand_turn_and_reads_its_hints(local_api: ServedApi) -> None:
     client = KnowledgeClient(local_api.base_url, DEMO_ROUTE, lambda: DEMO_TOKEN)
     ask = ("conv-e2e", "turn-1", "msg-1", "How often is the zephyrine valve checked?")
 

@@ -15,7 +15,7 @@ from mcp.client.session import ClientSession
 
 from agent_knowledge_host import mcp_server
 from tests.host.fakes import ROUTE, Document, FakeApi, FakeKnowledge
-from tests.host.stdio import Session, text_of
+from tests.host.stdio import Session, read_every_page, text_of
 from tests.host.stdio import run_session as run_stdio_session
 
 TOKEN = "mcp-test-token"
@@ -41,17 +41,7 @@ def test_tools_search_and_read_a_long_document_through_every_page(api: FakeApi, 
         seen["tools"] = {tool.name: tool for tool in listed.tools}
         search = await session.call_tool("knowledge_search", {"query": "annual leave", "limit": 3})
         seen["search"] = search
-        ref = search.structured_content["hints"][0]["ref"]
-        pages, cursor = [], None
-        while True:
-            arguments = {"ref": ref, "max_bytes": 8192} | ({"cursor": cursor} if cursor else {})
-            page = await session.call_tool("knowledge_read", arguments)
-            assert not page.is_error, text_of(page)
-            pages.append(page.structured_content)
-            cursor = page.structured_content["next_cursor"]
-            if cursor is None:
-                break
-        seen["pages"] = pages
+        seen["pages"] = await read_every_page(session, search.structured_content["hints"][0]["ref"], 8192)
 
     run_session(api, body)
 

@@ -7,7 +7,7 @@ import pytest
 from agent_knowledge.records import AgentClientSettings, AudiencePolicy, KnowledgeConfig, Principal, SourceConfig
 from agent_knowledge_dev import admin
 from agent_knowledge_dev.demo import DEMO_CLIENT, DEMO_KB, DEMO_ROUTE, DEMO_TOKEN, FOREIGN_ROUTE
-from tests.support.events import load_event, with_changes
+from agent_knowledge_dev.testing import load_event, with_changes
 
 VALID = "capabilities-valid-bearer"
 NOT_FOUND_BODY = {"error": "workspace_not_found", "message": "workspace not found"}

@@ -14,16 +14,16 @@ import pytest
 
 from agent_knowledge.errors import Unauthorized
 from agent_knowledge.identity.caller import revalidate
-from agent_knowledge.repositories import Repositories, default_repositories
+from agent_knowledge.repositories import Repositories, aws, default_repositories
 from agent_knowledge_dev import cli
 from agent_knowledge_dev.commands import Command
-from agent_knowledge_dev.demo import DEMO_KB, DEMO_ROUTE, SAMPLE_DOCS
+from agent_knowledge_dev.demo import DEMO_KB, DEMO_ROUTE
 from agent_knowledge_dev.localstate import STATE_DIR_ENV, ServeLock, ServerInfo
-from agent_knowledge_dev.runtime import reset_caches
-from agent_knowledge_dev.server import local_stack
 from agent_knowledge_dev.template import function_routes
+from agent_knowledge_dev.testing import moto_server_stack, reset_caches
 
 EVENTS = Path(__file__).resolve().parents[2] / "events"
+LOCAL_SOURCES_BUCKET = "agent-knowledge-sourcesbucket"
 
 
 @pytest.fixture(scope="module")
@@ -33,8 +33,12 @@ def running_stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
     lock = ServeLock()
     lock.acquire()
     try:
-        with local_stack() as stack:
-            lock.publish(ServerInfo(os.getpid(), "http://127.0.0.1:0", stack.moto_endpoint, stack.environment, 0.0))
+        with moto_server_stack() as stack:
+            environment = dict(stack.environment)
+            if "SOURCES_BUCKET" not in environment:  # a template without the pipeline: upload-only tests
+                aws.client("s3").create_bucket(Bucket=LOCAL_SOURCES_BUCKET)
+                environment["SOURCES_BUCKET"] = LOCAL_SOURCES_BUCKET
+            lock.publish(ServerInfo(os.getpid(), "http://127.0.0.1:0", stack.endpoint, environment, 0.0))
             yield
     finally:
         lock.release()
@@ -146,25 +150,6 @@ def test_disabling_a_kb_turns_the_demo_route_off_and_enabling_restores_it(run):
     assert after["knowledge_scope_revision"] == before["knowledge_scope_revision"]
 
 
-def test_single_document_put_update_skip_and_delete(run, tmp_path):
-    document = tmp_path / "leave.md"
-    document.write_text("# Leave\n\nParental leave is twenty weeks.\n", encoding="utf-8")
-    created = run("doc", "put", DEMO_KB, "extra/leave.md", "--file", str(document)).json()
-    assert created["outcome"] == "created"
-    assert created["document"]["title"] == "Leave" and created["document"]["status"] == "ready"
-    assert run("doc", "put", DEMO_KB, "extra/leave.md", "--file", str(document)).json()["outcome"] == "skipped"
-    titled = run("doc", "put", DEMO_KB, "extra/leave.md", "--file", str(document), "--title", "Leave rules").json()
-    assert (titled["outcome"], titled["document"]["title"]) == ("updated", "Leave rules")
-    assert run("doc", "delete", DEMO_KB, "extra/leave.md").json()["deleted"] is True
-    again = run("doc", "delete", DEMO_KB, "extra/leave.md")
-    assert again.status == 1 and "no document" in again.stderr
-
-
-def test_reingesting_the_sample_folder_skips_everything(run):
-    summary = run("doc", "put", DEMO_KB, "--dir", str(SAMPLE_DOCS)).json()
-    assert summary["files"] == 12 and summary["skipped"] == 12 and summary["failed"] == 0
-
-
 @pytest.mark.parametrize(
     ("arguments", "message"),
     [
@@ -201,15 +186,12 @@ def test_doc_put_of_an_unsupported_file_type(run, tmp_path):
     pdf = tmp_path / "a.pdf"
     pdf.write_bytes(b"%PDF")
     result = run("doc", "put", DEMO_KB, "a.pdf", "--file", str(pdf))
-    assert result.status == 1 and "only .md, .txt and .html" in result.stderr
+    assert result.status == 1 and "only .md, .markdown, .txt, .html and .htm" in result.stderr
 
 
-def test_aws_target_needs_the_stack_names(run, monkeypatch):
-    for name in ("SESSIONS_TABLE", "CONFIG_TABLE", "DOCUMENTS_TABLE", "RUNS_TABLE", "BODIES_BUCKET"):
-        monkeypatch.delenv(name, raising=False)
+def test_aws_target_needs_a_stack(run):
     result = run("kb", "create", "x", "--aws")
-    assert result.status == 1
-    assert "SESSIONS_TABLE" in result.stderr and "BODIES_BUCKET" in result.stderr
+    assert result.status == 1 and "--aws needs --stack NAME" in result.stderr
 
 
 EXPECTED_STATUS = {
@@ -292,3 +274,258 @@ def test_moto_speedups_change_no_answer():
         moto_speedups.install()
     assert fast == plain
     assert fast[0] == item
+
+
+# --- documents through the sources bucket ---------------------------------------------------------
+
+
+def _sources_bucket() -> str:
+    from agent_knowledge_dev.localstate import running_server
+
+    server = running_server()
+    assert server is not None
+    return server.environment["SOURCES_BUCKET"]
+
+
+def _objects(kb_id: str) -> dict[str, bytes]:
+    s3 = aws.client("s3")
+    listed = s3.list_objects_v2(Bucket=_sources_bucket(), Prefix=f"{kb_id}/").get("Contents", [])
+    return {
+        item["Key"][len(kb_id) + 1 :]: s3.get_object(Bucket=_sources_bucket(), Key=item["Key"])["Body"].read()
+        for item in listed
+    }
+
+
+def test_a_folder_upload_never_follows_symbolic_links(run, tmp_path):
+    """Issue 17 finding 1: a link to a file outside the folder was ingested and served to agents."""
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "passwd.md").write_text("# root\n\nroot:x:0:0:secret\n", encoding="utf-8")
+    folder = tmp_path / "docs"
+    (folder / "guides").mkdir(parents=True)
+    (folder / "guides" / "intro.md").write_text("# Intro\n\nWelcome.\n", encoding="utf-8")
+    (folder / "passwd.md").symlink_to(outside / "passwd.md")
+    (folder / "linked").symlink_to(outside, target_is_directory=True)
+    os.mkfifo(folder / "pipe.md")
+    run("kb", "create", "links")
+    result = run("doc", "put", "links", "--dir", str(folder))
+    assert result.status == 0, result.stderr
+    summary = result.json()
+    assert (summary["files"], summary["created"], summary["failed"]) == (1, 1, 0)
+    assert summary["ignored"] == [
+        {"path": "linked", "reason": "symbolic link (not followed)"},
+        {"path": "passwd.md", "reason": "symbolic link (not followed)"},
+        {"path": "pipe.md", "reason": "not a regular file"},
+    ]
+    objects = _objects("links")
+    assert list(objects) == ["guides/intro.md"]
+    assert not any(b"secret" in body for body in objects.values())
+
+
+def test_a_folder_upload_sends_only_changes_and_prunes_files_that_are_gone(run, tmp_path):
+    from agent_knowledge.ingest.documents import Ingestor
+
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    (folder / "keep.md").write_text("# Keep\n\nStays the same.\n", encoding="utf-8")
+    (folder / "change.md").write_text("# Change\n\nFirst version.\n", encoding="utf-8")
+    (folder / "gone.md").write_text("# Gone\n\nDeleted locally later.\n", encoding="utf-8")
+    run("kb", "create", "sync")
+    first = run("doc", "put", "sync", "--dir", str(folder)).json()
+    assert (first["created"], first["updated"], first["skipped"], first["deleted"]) == (3, 0, 0, 0)
+    # What the pipeline does with the objects (done here directly, so the test needs no pipeline).
+    ingestor = Ingestor(_repositories())
+    for source_key, content in _objects("sync").items():
+        ingestor.put("sync", source_key, None, content, media_type="text/markdown")
+
+    (folder / "change.md").write_text("# Change\n\nSecond version.\n", encoding="utf-8")
+    (folder / "gone.md").unlink()
+    # An object whose local file exists but is not a document (left out of the walk) is not pruned.
+    (folder / "notes.pdf").write_bytes(b"%PDF")
+    aws.client("s3").put_object(Bucket=_sources_bucket(), Key="sync/notes.pdf", Body=b"%PDF")
+    second = run("doc", "put", "sync", "--dir", str(folder), "--prune").json()
+    assert (second["created"], second["updated"], second["skipped"], second["deleted"]) == (0, 1, 1, 1)
+    objects = _objects("sync")
+    assert sorted(objects) == ["change.md", "keep.md", "notes.pdf"]
+    assert b"Second version." in objects["change.md"]
+
+
+def test_a_file_that_cannot_be_ingested_is_reported_and_not_uploaded(run, tmp_path):
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    (folder / "good.md").write_text("# Good\n\nFine.\n", encoding="utf-8")
+    (folder / "latin1.txt").write_bytes("café au lait".encode("latin-1"))
+    (folder / "empty.md").write_text("  \n", encoding="utf-8")
+    run("kb", "create", "broken")
+    aws.client("s3").put_object(Bucket=_sources_bucket(), Key="broken/empty.md", Body=b"# Old\n\nGood old text.")
+    result = run("doc", "put", "broken", "--dir", str(folder))
+    assert result.status == 1
+    summary = result.json()
+    assert (summary["created"], summary["failed"]) == (1, 2)
+    assert summary["failures"] == [
+        {"source_key": "empty.md", "error": "body is empty"},
+        {"source_key": "latin1.txt", "error": "content is not valid UTF-8 (invalid byte at offset 3)"},
+    ]
+    # The stored version of a file that now fails stays as it was.
+    assert _objects("broken") == {"empty.md": b"# Old\n\nGood old text.", "good.md": b"# Good\n\nFine.\n"}
+
+
+def test_one_file_with_a_title_travels_as_object_metadata(run, tmp_path):
+    document = tmp_path / "leave.md"
+    document.write_text("# Leave\n\nParental leave is twenty weeks.\n", encoding="utf-8")
+    run("kb", "create", "single")
+    result = run("doc", "put", "single", "guides/leave.md", "--file", str(document), "--title", "Congé parental")
+    assert result.status == 0, result.stderr
+    put = result.json()
+    assert put["outcome"] == "created"
+    assert put["object"] == f"s3://{_sources_bucket()}/single/guides/leave.md"
+    assert put["document"]["title"] == "Congé parental" and put["document"]["status"] == "pending"
+    head = aws.client("s3").head_object(Bucket=_sources_bucket(), Key="single/guides/leave.md")
+    assert head["ContentType"] == "text/markdown"
+    assert head["Metadata"] == {"title": "Cong%C3%A9 parental"}
+
+
+@pytest.mark.parametrize(
+    ("source_key", "message"),
+    [
+        ("../leave.md", "invalid SOURCE_KEY '../leave.md'"),
+        ("/leave.md", "invalid SOURCE_KEY"),
+        ("guides/leave", "must end in one of .md"),
+        ("guides/leave.html", "is text/html but leave.md is text/markdown"),
+    ],
+)
+def test_a_source_key_the_pipeline_could_not_type_is_refused(run, tmp_path, source_key, message):
+    document = tmp_path / "leave.md"
+    document.write_text("# Leave\n", encoding="utf-8")
+    result = run("doc", "put", DEMO_KB, source_key, "--file", str(document))
+    assert result.status == 1 and message in result.stderr
+
+
+def test_a_bad_single_file_is_refused_before_anything_is_uploaded(run, tmp_path):
+    document = tmp_path / "empty.md"
+    document.write_text("\n", encoding="utf-8")
+    result = run("doc", "put", DEMO_KB, "empty.md", "--file", str(document))
+    assert result.status == 1 and "cannot be ingested (nothing was uploaded): body is empty" in result.stderr
+    assert "empty.md" not in _objects(DEMO_KB)
+
+
+def test_writing_to_a_disabled_kb_is_refused(run, tmp_path):
+    run("kb", "create", "off")
+    run("kb", "disable", "off")
+    result = run("doc", "put", "off", "--dir", str(tmp_path))
+    assert result.status == 1 and "`agent-knowledge kb enable off`" in result.stderr
+
+
+def test_doc_list_kb_status_kb_list_and_reindex(run):
+    listing = run("doc", "list", DEMO_KB).json()
+    assert len(listing) == 12
+    assert {entry["status"] for entry in listing} == {"ready"}
+    assert set(listing[0]) == {"source_key", "title", "revision", "status", "reason", "updated_at"}
+    assert listing == sorted(listing, key=lambda entry: entry["source_key"])
+    status = run("kb", "status", DEMO_KB).json()
+    assert (status["ready"], status["pending"], status["failed"]) == (12, 0, 0)
+    assert status["oldest_pending_age_seconds"] is None
+    assert DEMO_KB in [kb["kb_id"] for kb in run("kb", "list").json()]
+    reindexed = run("kb", "reindex", DEMO_KB).json()
+    assert reindexed["index_generation"] == status["index_generation"] + 1
+    assert run("kb", "status", DEMO_KB).json()["index_generation"] == reindexed["index_generation"]
+    assert run("kb", "status", "missing-kb").status == 1
+
+
+def test_deleting_a_document_stored_before_the_sources_bucket(run):
+    from agent_knowledge.ingest.documents import Ingestor
+
+    run("kb", "create", "direct")
+    Ingestor(_repositories()).put("direct", "old.md", None, "# Old\n\nStored directly.")
+    deleted = run("doc", "delete", "direct", "old.md").json()
+    assert deleted == {"kb_id": "direct", "source_key": "old.md", "deleted": True, "object": None}
+    assert run("doc", "list", "direct").json() == []
+    again = run("doc", "delete", "direct", "old.md")
+    assert again.status == 1 and "no document 'old.md' in knowledge base 'direct'" in again.stderr
+
+
+def test_deleting_a_document_deletes_its_object(run, tmp_path):
+    document = tmp_path / "a.md"
+    document.write_text("# A\n\nText.\n", encoding="utf-8")
+    run("kb", "create", "objects")
+    run("doc", "put", "objects", "a.md", "--file", str(document))
+    deleted = run("doc", "delete", "objects", "a.md").json()
+    assert deleted["object"] == f"s3://{_sources_bucket()}/objects/a.md"
+    assert _objects("objects") == {}
+
+
+# --- a deployed stack: names from its CloudFormation outputs -------------------------------------
+
+
+def _create_stack(name: str, outputs: dict[str, str]) -> None:
+    body = {
+        "Resources": {"Marker": {"Type": "AWS::SNS::Topic"}},
+        "Outputs": {key: {"Value": value} for key, value in outputs.items()},
+    }
+    import botocore.session
+    from botocore.config import Config
+
+    # moto's first CloudFormation call imports all its resource models: slow on a busy machine, so
+    # not through the layer's clients (they give up after 4 s).
+    cloudformation = botocore.session.get_session().create_client(
+        "cloudformation", config=Config(read_timeout=300, retries={"max_attempts": 1})
+    )
+    try:
+        cloudformation.create_stack(StackName=name, TemplateBody=json.dumps(body))
+    except cloudformation.exceptions.AlreadyExistsException:
+        pass
+
+
+def _local_outputs() -> dict[str, str]:
+    from agent_knowledge.settings import ENVIRONMENT
+    from agent_knowledge_dev.target import SOURCES_BUCKET_OUTPUT, STACK_OUTPUTS
+
+    outputs = {output: os.environ[ENVIRONMENT[field]] for field, output in STACK_OUTPUTS.items()}
+    return {**outputs, SOURCES_BUCKET_OUTPUT: _sources_bucket()}
+
+
+def test_aws_stack_names_come_from_the_stack_outputs(run, tmp_path):
+    run("kb", "list")  # points this process at the local stack (moto stands in for AWS here)
+    _create_stack("ak-deployed", _local_outputs())
+    listed = run("kb", "list", "--aws", "--stack", "ak-deployed")
+    assert listed.status == 0, listed.stderr
+    assert DEMO_KB in [kb["kb_id"] for kb in listed.json()]
+    document = tmp_path / "remote.md"
+    document.write_text("# Remote\n\nUploaded to the deployed stack.\n", encoding="utf-8")
+    put = run("doc", "put", DEMO_KB, "remote.md", "--file", str(document), "--aws", "--stack", "ak-deployed")
+    assert put.json()["object"] == f"s3://{_sources_bucket()}/{DEMO_KB}/remote.md"
+    aws.client("s3").delete_object(Bucket=_sources_bucket(), Key=f"{DEMO_KB}/remote.md")
+
+
+def test_aws_stack_errors_say_what_is_wrong(run, monkeypatch):
+    run("kb", "list")
+    _create_stack("ak-partial", {"SessionsTableName": "x"})
+    _create_stack("ak-old", {key: value for key, value in _local_outputs().items() if key != "SourcesBucketName"})
+    cases = [
+        (("kb", "list", "--aws", "--stack", "ak-missing"), "no stack 'ak-missing' in us-east-1"),
+        (("kb", "list", "--aws", "--stack", "ak-partial"), "lacks the outputs ConfigTableName, DocumentsTableName"),
+        (("kb", "list", "--stack", "ak-partial"), "--stack names a deployed stack: add --aws"),
+    ]
+    for arguments, message in cases:
+        result = run(*arguments)
+        assert result.status == 1 and message in result.stderr, (arguments, result.stderr)
+        assert result.stderr.count("\n") == 1
+    # A stack deployed before the sources bucket: documents are stored directly, with a note.
+    stored = run("doc", "put", "links", "--dir", str(EVENTS / "no-such-folder-here"), "--aws", "--stack", "ak-old")
+    assert "folder not found" in stored.stderr
+    old = run("kb", "status", DEMO_KB, "--aws", "--stack", "ak-old")
+    assert old.status == 0 and old.json()["ready"] >= 12
+    monkeypatch.setenv("AWS_REGION", "eu-west-1")  # AWS_REGION wins over AWS_DEFAULT_REGION
+    assert "no stack 'ak-old' in eu-west-1" in run("kb", "list", "--aws", "--stack", "ak-old").stderr
+
+
+def test_missing_aws_credentials_are_reported_as_such(run, monkeypatch, tmp_path):
+    for name in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_PROFILE"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", str(tmp_path / "none"))
+    monkeypatch.setenv("AWS_CONFIG_FILE", str(tmp_path / "none"))
+    monkeypatch.setenv("AWS_EC2_METADATA_DISABLED", "true")
+    result = run("kb", "list", "--aws", "--stack", "anything")
+    assert result.status == 1
+    assert result.stderr.startswith("agent-knowledge: no AWS credentials found: set AWS_PROFILE")
+    assert "temporarily unavailable" not in result.stderr

@@ -7,9 +7,9 @@ import json
 import pytest
 
 from agent_knowledge_dev import admin
-from agent_knowledge_dev.demo import DEMO_KB, DEMO_ROUTE, FOREIGN_ROUTE
-from tests.support.events import load_event, with_changes
-from tests.support.knowledge import bearer, create_run, new_session, put_documents
+from agent_knowledge_dev.demo import DEMO_ROUTE, FOREIGN_ROUTE
+from agent_knowledge_dev.testing import load_event, with_changes
+from tests.support.knowledge import bearer, create_run, library_fixture, new_session
 
 DOCUMENTS = {
     "hr/vacation.md": (
@@ -19,10 +19,7 @@ DOCUMENTS = {
 }
 
 
-@pytest.fixture
-def library(demo):
-    put_documents(demo.repositories, DEMO_KB, DOCUMENTS, demo.clock())
-    return demo
+library = library_fixture(DOCUMENTS)
 
 
 def error(result) -> tuple[int, str]:

@@ -9,8 +9,8 @@ from agent_knowledge.records import KnowledgeConfig, SourceConfig
 from agent_knowledge.references.binding import document_digest, identity_digest, scope_digest
 from agent_knowledge_dev import admin
 from agent_knowledge_dev.demo import DEMO_KB, DEMO_ROUTE
-from tests.support.events import load_event, with_changes
-from tests.support.knowledge import bearer, create_run, create_task, new_session, put_documents
+from agent_knowledge_dev.testing import load_event, with_changes
+from tests.support.knowledge import bearer, create_run, create_task, library_fixture, new_session, put_documents
 
 DOCUMENTS = {
     "hr/vacation.md": (
@@ -33,10 +33,7 @@ DOCUMENTS = {
 }
 
 
-@pytest.fixture
-def library(demo):
-    put_documents(demo.repositories, DEMO_KB, DOCUMENTS, demo.clock())
-    return demo
+library = library_fixture(DOCUMENTS)
 
 
 def search(call, body, **changes):

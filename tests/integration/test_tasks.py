@@ -8,7 +8,6 @@ import pytest
 
 from agent_knowledge_dev import admin
 from agent_knowledge_dev.admin import AdminError
-from agent_knowledge_dev.demo import DEMO_KB
 from agent_knowledge_dev.tasks_admin import (
     MAX_MEMBERS,
     cancel_task,
@@ -17,8 +16,8 @@ from agent_knowledge_dev.tasks_admin import (
     resume_task,
     task_scope_hash,
 )
-from tests.support.events import load_event, with_changes
-from tests.support.knowledge import bearer, new_session, put_documents
+from agent_knowledge_dev.testing import load_event, with_changes
+from tests.support.knowledge import bearer, library_fixture, new_session
 
 DOCUMENTS = {
     "hr/vacation.md": (
@@ -29,10 +28,7 @@ DOCUMENTS = {
 BINDING_SCHEMA = "bailing.agent-task-binding.v1"
 
 
-@pytest.fixture
-def library(demo):
-    put_documents(demo.repositories, DEMO_KB, DOCUMENTS, demo.clock())
-    return demo
+library = library_fixture(DOCUMENTS)
 
 
 @pytest.fixture

@@ -12,8 +12,8 @@ from agent_knowledge.errors import KnowledgeUnavailable
 from agent_knowledge.repositories import aws
 from agent_knowledge.settings import get_settings, reset_settings
 from agent_knowledge_dev.demo import DEMO_KB, DEMO_ROUTE, FOREIGN_ROUTE
-from tests.support.events import load_event, with_changes
-from tests.support.knowledge import bearer, new_session, put_documents
+from agent_knowledge_dev.testing import load_event, with_changes
+from tests.support.knowledge import bearer, library_fixture, new_session, put_documents
 
 LONG_BODY = "Vacation carry-over rules. " + "Unused vacation days carry over up to five days per year. " * 300
 DOCUMENTS = {
@@ -30,10 +30,7 @@ DOCUMENTS = {
 }
 
 
-@pytest.fixture
-def library(demo):
-    put_documents(demo.repositories, DEMO_KB, DOCUMENTS, demo.clock())
-    return demo
+library = library_fixture(DOCUMENTS)
 
 
 def turn_body(event: str = "turns-legacy", **changes):

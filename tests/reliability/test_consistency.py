@@ -18,8 +18,8 @@ from concurrent.futures import ThreadPoolExecutor
 from agent_knowledge.ingest.documents import Ingestor
 from agent_knowledge_dev.admin import create_knowledge_base
 from agent_knowledge_dev.demo import DEMO_KB
+from agent_knowledge_dev.testing import load_event, with_changes
 from tests.reliability.slow import long_run
-from tests.support.events import load_event, with_changes
 from tests.support.retrieval import search_titles
 
 # One handler call at a time in this process: Powertools' Metrics is one object per process and a

@@ -17,9 +17,9 @@ from agent_knowledge.repositories import aws
 from agent_knowledge.retrieval.index_cache import reset_local_state
 from agent_knowledge.retrieval.layout import prefix
 from agent_knowledge_dev.demo import DEMO_KB
+from agent_knowledge_dev.testing import load_event, with_changes
 from tests.reliability.conftest import OTHER_KB
 from tests.reliability.faults import FAULTS, Fault
-from tests.support.events import load_event, with_changes
 
 MAX_ATTEMPTS = 3
 NOT_RETRIED = {"dynamodb-access-denied", "s3-access-denied"}

@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+from typing import Any
+
+import pytest
+
 from agent_knowledge.records import Principal, RunRecord, TaskRecord
 from agent_knowledge.repositories import Repositories
 from agent_knowledge_dev import admin
-from agent_knowledge_dev.demo import DEMO_CLIENT, DEMO_ROUTE
+from agent_knowledge_dev.demo import DEMO_CLIENT, DEMO_KB, DEMO_ROUTE
 
 
 def put_documents(repositories: Repositories, kb_id: str, documents: dict[str, tuple[str, str]], now: float) -> None:
@@ -16,6 +20,17 @@ def put_documents(repositories: Repositories, kb_id: str, documents: dict[str, t
     for source_key, (title, body) in documents.items():
         ingestor.put(kb_id, source_key, title, body.encode("utf-8"), rebuild_index=False)
     ingestor.rebuild_index(kb_id)
+
+
+def library_fixture(documents: dict[str, tuple[str, str]]) -> Any:
+    """A `library` fixture: the demo stack with `documents` put into the demo KB and indexed."""
+
+    @pytest.fixture
+    def library(demo: Any) -> Any:
+        put_documents(demo.repositories, DEMO_KB, documents, demo.clock())
+        return demo
+
+    return library
 
 
 def bearer(token: str) -> str:

@@ -11,7 +11,7 @@ import pytest
 
 from agent_knowledge_dev.gateway import Gateway, HttpRequest, RouteTable, build_event, request_time, to_response
 from agent_knowledge_dev.template import FunctionRoute, function_routes
-from tests.support.events import load_event
+from agent_knowledge_dev.testing import load_event
 
 CAPABILITIES = "/agent-api/v1/workspaces/demo/knowledge/capabilities"
 SEARCH = "/agent-api/v1/workspaces/demo/knowledge/search"

@@ -1,24 +1,48 @@
-"""`doc put` (one file or a whole folder) and `doc delete`, through the ingest API."""
+"""`doc put|delete|list` and `kb list|status|reindex`: documents go in through the sources bucket.
+
+`doc put` uploads to `s3://<SourcesBucket>/<kb_id>/<source_key>` and the stack's pipeline ingests
+and indexes (docs/DESIGN.md §10). Each file is first prepared locally with the same code the ingest
+function runs, so a file that cannot be ingested (not UTF-8, empty, too large) is reported and NOT
+uploaded: the stored version, if any, stays. Only changed files are uploaded (sources.py); a file
+whose document failed or is missing is sent again. `--wait` polls the document listing until
+every change is searchable or failed (waiting.py).
+
+A stack without a sources bucket (deployed, or a `serve` started, before the ingest pipeline)
+gets the documents stored directly and its index rebuilt here, as before, with a note on stderr.
+"""
 
 from __future__ import annotations
 
 import argparse
 import time
+from concurrent.futures import ThreadPoolExecutor, as_completed
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from agent_knowledge_dev.commands import Command
-from agent_knowledge_dev.console import CliError, print_json
-from agent_knowledge_dev.target import add_target_arguments, connect
+from agent_knowledge_dev.console import CliError, note, print_json
+from agent_knowledge_dev.target import add_target_arguments, connect, sources_bucket
+
+DEFAULT_WORKERS = 4
+
+
+def _wait_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--wait", action="store_true", help="return once every change is searchable (or failed)")
+    parser.add_argument(
+        "--timeout", type=float, default=300.0, metavar="SECONDS", help="how long --wait waits (default 300)"
+    )
 
 
 def _put_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("kb_id", metavar="KB_ID")
     parser.add_argument("source_key", metavar="SOURCE_KEY", nargs="?", help="the document's key (with --file)")
-    parser.add_argument("--title", help="title (default: the first heading, else the file name)")
     parser.add_argument("--file", type=Path, metavar="PATH", help="the document (.md, .txt or .html)")
-    parser.add_argument("--dir", type=Path, metavar="DIR", help="ingest every .md/.txt/.html file below DIR")
-    parser.add_argument("--workers", type=int, default=4, help="parallel uploads with --dir (default 4)")
+    parser.add_argument("--title", help="with --file: the title (default: found in the document, else the key)")
+    parser.add_argument("--dir", type=Path, metavar="DIR", help="every .md/.txt/.html file below DIR")
+    parser.add_argument("--prune", action="store_true", help="with --dir: delete documents whose files are gone")
+    _wait_arguments(parser)
+    parser.add_argument("--workers", type=int, default=DEFAULT_WORKERS, help="parallel uploads with --dir (default 4)")
     parser.add_argument(
         "--progress",
         action=argparse.BooleanOptionalAction,
@@ -28,111 +52,475 @@ def _put_arguments(parser: argparse.ArgumentParser) -> None:
     add_target_arguments(parser)
 
 
-def _ingestor(arguments: argparse.Namespace, kb_id: str) -> Any:
-    from agent_knowledge.ingest.documents import Ingestor
+@dataclass
+class _Session:
+    """What every document command needs: the stack, the KB checked, the bucket."""
+
+    repositories: Any
+    bucket: Any  # None: the stack has no sources bucket
+    kb_id: str
+
+
+def _open(arguments: argparse.Namespace, *, writing: bool) -> _Session:
     from agent_knowledge_dev.admin import require_knowledge_base
+    from agent_knowledge_dev.sources import SourcesBucket
 
     repositories = connect(arguments)
-    require_knowledge_base(repositories, kb_id)
-    return Ingestor(repositories, clock=time.time)
+    kb = require_knowledge_base(repositories, arguments.kb_id)
+    if writing and not kb.enabled:
+        raise CliError(
+            f"knowledge base {kb.kb_id!r} is disabled, so its documents would be recorded as failed; "
+            f"enable it first with `agent-knowledge kb enable {kb.kb_id}`"
+        )
+    bucket = sources_bucket(arguments)
+    if bucket is None and writing:
+        note(
+            "note: this stack has no sources bucket (it predates the ingest pipeline): documents are stored "
+            "directly and the index is rebuilt here; deploy (or restart `serve`) with the current template"
+        )
+    return _Session(repositories, SourcesBucket(*bucket) if bucket else None, kb.kb_id)
+
+
+def _check_wait(arguments: argparse.Namespace) -> None:
+    if arguments.timeout <= 0:
+        raise CliError("--timeout must be a positive number of seconds")
 
 
 def _put(arguments: argparse.Namespace) -> int:
+    _check_wait(arguments)
     if (arguments.file is None) == (arguments.dir is None):
         raise CliError("give either SOURCE_KEY --file PATH (one document) or --dir DIR (a folder)")
     if arguments.dir is not None:
         if arguments.source_key or arguments.title:
             raise CliError("--dir takes neither SOURCE_KEY nor --title (keys are relative paths, titles headings)")
+        if arguments.workers < 1:
+            raise CliError("--workers must be at least 1")
         return _put_directory(arguments)
+    if arguments.prune:
+        raise CliError("--prune goes with --dir")
     if not arguments.source_key:
         raise CliError("--file needs a SOURCE_KEY, e.g. `doc put handbook guides/leave.md --file leave.md`")
     return _put_file(arguments)
 
 
+# --- one file ---------------------------------------------------------------------------------
+
+
+def _check_source_key(source_key: str, media_type: str, path: Path) -> None:
+    from agent_knowledge.ingest.source_files import MEDIA_TYPES_BY_SUFFIX, media_type_of
+
+    if source_key.startswith("/") or any(part in {"", ".", ".."} for part in source_key.split("/")):
+        raise CliError(f"invalid SOURCE_KEY {source_key!r}: use a relative path like guides/leave.md")
+    by_key = media_type_of(source_key)
+    if by_key is None:
+        suffixes = ", ".join(MEDIA_TYPES_BY_SUFFIX)
+        raise CliError(f"SOURCE_KEY {source_key!r} must end in one of {suffixes}: the pipeline types a document by it")
+    if by_key != media_type:
+        raise CliError(f"SOURCE_KEY {source_key!r} is {by_key} but {path.name} is {media_type}: use the same extension")
+
+
+def _prepare(content: bytes, media_type: str, source_key: str, title: str | None = None) -> Any:
+    """The document as the ingest function will store it (its revision is what --wait waits for)."""
+    from agent_knowledge.ingest.content import prepare_document
+
+    return prepare_document(title, content, media_type, source_key)
+
+
 def _put_file(arguments: argparse.Namespace) -> int:
-    from agent_knowledge_dev.bulk import SourceFile, media_type_of, put_file
+    from agent_knowledge.errors import KnowledgeError
+    from agent_knowledge.ingest.source_files import media_type_of
+    from agent_knowledge_dev.bulk import UnreadableSource, read_source
+    from agent_knowledge_dev.sources import content_etag
 
     path: Path = arguments.file
+    source_key: str = arguments.source_key
     if not path.is_file():
         raise CliError(f"file not found: {path}")
-    media_type = media_type_of(path)
+    media_type = media_type_of(path.name)
     if media_type is None:
-        raise CliError(f"{path}: only .md, .txt and .html files can be ingested")
-    ingestor = _ingestor(arguments, arguments.kb_id)
+        raise CliError(f"{path}: only .md, .markdown, .txt, .html and .htm files can be ingested")
+    _check_source_key(source_key, media_type, path)
     try:
-        result = put_file(
-            ingestor,
-            arguments.kb_id,
-            SourceFile(path, arguments.source_key, media_type),
-            title=arguments.title,
-            rebuild_index=True,
-        )
-    except OSError as exc:
-        raise CliError(f"cannot read {path}: {exc.strerror}") from None
-    print_json({"outcome": result.outcome, "document": _document(result.document)})
+        content = read_source(path.resolve())  # a link named on the command line is the user's choice
+        prepared = _prepare(content, media_type, source_key, arguments.title)
+    except UnreadableSource as exc:
+        raise CliError(f"{path}: {exc}") from None
+    except KnowledgeError as exc:
+        raise CliError(f"{path} cannot be ingested (nothing was uploaded): {exc.message}") from None
+
+    session = _open(arguments, writing=True)
+    if session.bucket is None:
+        return _store_file_directly(session, source_key, content, media_type, arguments.title)
+    started = time.time()
+    current = session.bucket.head(session.kb_id, source_key)
+    document = _listing_of(session, source_key)
+    unchanged = (
+        current is not None
+        and current.etag == content_etag(content)
+        and current.title == arguments.title
+        and document is not None
+        and document["status"] != "failed"
+    )
+    if unchanged:
+        outcome = "skipped"
+    else:
+        session.bucket.put(session.kb_id, source_key, content, media_type, arguments.title)
+        outcome = "created" if current is None else "updated"
+        document = _expected(source_key, prepared, started)
+    status = 0
+    if arguments.wait and outcome != "skipped":
+        waited = _wait(arguments, session, {source_key: prepared.revision}, set(), started)
+        found = {**waited.ready, **waited.failed}.get(source_key)
+        if found is not None:
+            document = found.model_dump(mode="json")
+        status = 0 if source_key in waited.ready else 1
+        if waited.pending:
+            document = {**document, "status": "pending", "reason": f"not searchable after {arguments.timeout:g} s"}
+    print_json(
+        {
+            "outcome": outcome,
+            "kb_id": session.kb_id,
+            "source_key": source_key,
+            "object": session.bucket.uri(session.kb_id, source_key),
+            "document": document,
+        }
+    )
+    return status
+
+
+def _store_file_directly(session: _Session, source_key: str, content: bytes, media_type: str, title: str | None) -> int:
+    from agent_knowledge.ingest.documents import Ingestor
+
+    result = Ingestor(session.repositories).put(session.kb_id, source_key, title, content, media_type=media_type)
+    print_json(
+        {
+            "outcome": result.outcome,
+            "kb_id": session.kb_id,
+            "source_key": source_key,
+            "object": None,
+            "document": _listing_of(session, source_key),
+        }
+    )
     return 0
 
 
-def _document(record: Any) -> dict[str, Any]:
-    """What an operator wants to see of a document record (not the chunk digests and offsets)."""
-    fields = ("kb_id", "doc_id", "source_key", "title", "status", "error_reason", "revision", "body_bytes")
-    values = record.model_dump(mode="json")
-    return {name: values.get(name) for name in fields} | {"chunks": values.get("chunk_count")}
+def _listing_of(session: _Session, source_key: str) -> dict[str, Any] | None:
+    from agent_knowledge.ingest.status import document_listing
+
+    for entry in document_listing(session.repositories, session.kb_id):
+        if entry.source_key == source_key:
+            return entry.model_dump(mode="json")
+    return None
+
+
+def _expected(source_key: str, prepared: Any, uploaded_at: float) -> dict[str, Any]:
+    from agent_knowledge.ingest.status import iso_utc
+
+    return {
+        "source_key": source_key,
+        "title": prepared.title,
+        "revision": prepared.revision,
+        "status": "pending",
+        "reason": None,
+        "updated_at": iso_utc(uploaded_at),
+    }
+
+
+def _wait(
+    arguments: argparse.Namespace, session: _Session, puts: dict[str, str | None], deletes: set[str], started: float
+) -> Any:
+    from agent_knowledge_dev.progress import ProgressBar
+    from agent_knowledge_dev.waiting import wait_for_changes
+
+    bar = ProgressBar(len(puts) + len(deletes), enabled=getattr(arguments, "progress", None))
+
+    def follow(landed: int) -> None:
+        while bar.done < landed:
+            bar.advance("searchable")
+
+    try:
+        return wait_for_changes(
+            session.repositories,
+            session.kb_id,
+            puts,
+            deletes,
+            started=started,
+            timeout=arguments.timeout,
+            on_poll=follow,
+        )
+    finally:
+        bar.close()
+
+
+# --- a folder -------------------------------------------------------------------------------------
+
+
+@dataclass
+class _FolderSummary:
+    kb_id: str
+    files: int = 0
+    created: int = 0
+    updated: int = 0
+    skipped: int = 0
+    deleted: int = 0
+    failed: int = 0
+    failures: list[dict[str, str]] = field(default_factory=list)
+    ignored: list[dict[str, str]] = field(default_factory=list)
+    uploaded: dict[str, str | None] = field(default_factory=dict)  # source key → revision
+    pruned: set[str] = field(default_factory=set)
+
+    def fail(self, source_key: str, error: str) -> None:
+        self.failed += 1
+        self.failures.append({"source_key": source_key, "error": error})
 
 
 def _put_directory(arguments: argparse.Namespace) -> int:
-    from agent_knowledge_dev.bulk import ingest_directory
+    from agent_knowledge.ingest.status import document_listing
+    from agent_knowledge_dev.bulk import discover
     from agent_knowledge_dev.progress import ProgressBar
 
     root: Path = arguments.dir
     if not root.is_dir():
         raise CliError(f"folder not found: {root}")
-    ingestor = _ingestor(arguments, arguments.kb_id)
-    bar: ProgressBar | None = None
-    started = time.perf_counter()
-
-    def start(total: int) -> None:
-        nonlocal bar
-        bar = ProgressBar(total, enabled=arguments.progress)
-
-    def follow(source: Any, outcome: str, error: str | None) -> None:
-        assert bar is not None
-        if error is not None:
-            bar.message(f"failed: {source.source_key}: {error}")
-        bar.advance(source.source_key)
-
+    root = root.resolve()  # the folder itself may be a link; nothing below it is followed
+    session = _open(arguments, writing=True)
+    if session.bucket is None:
+        return _store_folder_directly(arguments, session, root)
+    started, clock = time.time(), time.perf_counter()
+    folder = discover(root)
+    summary = _FolderSummary(session.kb_id, files=len(folder.files))
+    summary.ignored = [skipped.as_dict() for skipped in folder.skipped]
+    remote = session.bucket.objects(session.kb_id)
+    documents = {entry.source_key: entry.status for entry in document_listing(session.repositories, session.kb_id)}
+    bar = ProgressBar(len(folder.files), enabled=arguments.progress)
+    for skipped in folder.skipped:
+        bar.message(f"skipped: {skipped.path}: {skipped.reason}")
     try:
-        summary = ingest_directory(
-            ingestor, arguments.kb_id, root, workers=arguments.workers, on_start=start, on_result=follow
-        )
+        _upload_all(session, folder.files, remote, documents, summary, bar, arguments.workers)
+        if arguments.prune:
+            present = {source.source_key for source in folder.files}
+            for source_key in sorted(set(remote) - present):
+                if not (root / source_key).exists():  # only files that are gone, not ones left out
+                    session.bucket.delete(session.kb_id, source_key)
+                    summary.pruned.add(source_key)
+            summary.deleted = len(summary.pruned)
     finally:
-        if bar is not None:
-            bar.close()
-    result = summary.as_dict()
-    result["seconds"]["total"] = round(time.perf_counter() - started, 2)
+        bar.close()
+    upload_seconds = time.perf_counter() - clock
+    result: dict[str, Any] = {
+        "kb_id": summary.kb_id,
+        "files": summary.files,
+        "created": summary.created,
+        "updated": summary.updated,
+        "skipped": summary.skipped,
+        "deleted": summary.deleted,
+        "failed": summary.failed,
+        "failures": summary.failures,
+        "ignored": summary.ignored,
+    }
+    status = 1 if summary.failed else 0
+    if arguments.wait:
+        waited = _wait(arguments, session, summary.uploaded, summary.pruned, started)
+        for source_key, entry in sorted(waited.failed.items()):
+            summary.fail(source_key, entry.reason or "failed")
+        result.update(
+            failed=summary.failed,
+            failures=sorted(summary.failures, key=lambda failure: failure["source_key"]),
+            ready=len(waited.ready),
+            pending=waited.pending,
+        )
+        status = 1 if summary.failed or waited.pending else 0
+    from agent_knowledge.ingest.status import kb_status
+
+    result["index_generation"] = kb_status(session.repositories, session.kb_id).index_generation
+    result["seconds"] = {"upload": round(upload_seconds, 2), "total": round(time.perf_counter() - clock, 2)}
     print_json(result)
-    return 1 if summary.failed else 0
+    return status
+
+
+def _store_folder_directly(arguments: argparse.Namespace, session: _Session, root: Path) -> int:
+    from agent_knowledge.ingest.documents import Ingestor
+    from agent_knowledge_dev.bulk import discover, ingest_directory
+
+    if arguments.prune:
+        raise CliError("--prune needs the stack's sources bucket (deploy the current template)")
+    started = time.perf_counter()
+    ignored = [skipped.as_dict() for skipped in discover(root).skipped]
+    stored = ingest_directory(Ingestor(session.repositories), session.kb_id, root, workers=arguments.workers)
+    for failure in stored.failures:
+        note(f"failed: {failure['source_key']}: {failure['error']}")
+    result = {
+        "kb_id": session.kb_id,
+        "files": stored.files,
+        "created": stored.created,
+        "updated": stored.updated,
+        "skipped": stored.skipped,
+        "deleted": 0,
+        "failed": stored.failed,
+        "failures": stored.failures,
+        "ignored": ignored,
+        "index_generation": stored.index_generation,
+        "seconds": {
+            "upload": round(time.perf_counter() - started, 2),
+            "total": round(time.perf_counter() - started, 2),
+        },
+    }
+    if arguments.wait:
+        result.update(ready=stored.created + stored.updated + stored.skipped, pending=[])
+    print_json(result)
+    return 1 if stored.failed else 0
+
+
+def _upload_all(
+    session: _Session,
+    files: list[Any],
+    remote: dict[str, Any],
+    documents: dict[str, str],
+    summary: _FolderSummary,
+    bar: Any,
+    workers: int,
+) -> None:
+    from agent_knowledge.errors import KnowledgeError
+    from agent_knowledge_dev.bulk import UnreadableSource, read_source
+    from agent_knowledge_dev.sources import content_etag
+
+    def upload(source: Any) -> tuple[str, str | None]:
+        content = read_source(source.path)
+        prepared = _prepare(content, source.media_type, source.source_key)
+        current = remote.get(source.source_key)
+        healthy = documents.get(source.source_key) in {"ready", "pending"}
+        if current is not None and current.etag == content_etag(content) and healthy:
+            return "skipped", None
+        session.bucket.put(session.kb_id, source.source_key, content, source.media_type)
+        return ("created" if current is None else "updated"), prepared.revision
+
+    with ThreadPoolExecutor(max_workers=workers) as pool:
+        futures = {pool.submit(upload, source): source for source in files}
+        for future in as_completed(futures):
+            source = futures[future]
+            try:
+                outcome, revision = future.result()
+            except (KnowledgeError, UnreadableSource) as exc:
+                error = exc.message if isinstance(exc, KnowledgeError) else str(exc)
+                summary.fail(source.source_key, error)
+                bar.message(f"failed: {source.source_key}: {error}")
+                bar.advance(source.source_key)
+                continue
+            setattr(summary, outcome, getattr(summary, outcome) + 1)
+            if outcome != "skipped":
+                summary.uploaded[source.source_key] = revision
+            bar.advance(source.source_key)
+    summary.failures.sort(key=lambda failure: failure["source_key"])
+
+
+# --- delete, list -------------------------------------------------------------------------------
 
 
 def _delete_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("kb_id", metavar="KB_ID")
     parser.add_argument("source_key", metavar="SOURCE_KEY")
+    _wait_arguments(parser)
     add_target_arguments(parser)
 
 
 def _delete(arguments: argparse.Namespace) -> int:
-    ingestor = _ingestor(arguments, arguments.kb_id)
-    if not ingestor.delete(arguments.kb_id, arguments.source_key, rebuild_index=True):
-        raise CliError(f"no document {arguments.source_key!r} in knowledge base {arguments.kb_id!r}")
-    print_json({"kb_id": arguments.kb_id, "source_key": arguments.source_key, "deleted": True})
+    _check_wait(arguments)
+    session = _open(arguments, writing=False)
+    source_key: str = arguments.source_key
+    started = time.time()
+    result: dict[str, Any] = {"kb_id": session.kb_id, "source_key": source_key, "deleted": True}
+    if session.bucket is not None and session.bucket.head(session.kb_id, source_key) is not None:
+        session.bucket.delete(session.kb_id, source_key)
+        result["object"] = session.bucket.uri(session.kb_id, source_key)
+    elif _listing_of(session, source_key) is not None:
+        _delete_stored_document(session, source_key)
+        result["object"] = None  # stored before the sources bucket (e.g. the demo seed): removed directly
+    else:
+        raise CliError(f"no document {source_key!r} in knowledge base {session.kb_id!r}")
+    status = 0
+    if arguments.wait:
+        waited = _wait(arguments, session, {}, {source_key}, started)
+        result["removed_from_search"] = not waited.pending
+        status = 1 if waited.pending else 0
+    print_json(result)
+    return status
+
+
+def _delete_stored_document(session: _Session, source_key: str) -> None:
+    from agent_knowledge.ingest.documents import Ingestor
+    from agent_knowledge.ingest.index_update import update_kb_index
+    from agent_knowledge.repositories.documents import document_id
+
+    Ingestor(session.repositories).delete(session.kb_id, source_key, rebuild_index=False)
+    update_kb_index(session.repositories, session.kb_id, [document_id(source_key)])
+
+
+def _kb_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("kb_id", metavar="KB_ID")
+    add_target_arguments(parser)
+
+
+def _list(arguments: argparse.Namespace) -> int:
+    from agent_knowledge.ingest.status import document_listing
+    from agent_knowledge_dev.admin import require_knowledge_base
+
+    repositories = connect(arguments)
+    require_knowledge_base(repositories, arguments.kb_id)
+    print_json([entry.model_dump(mode="json") for entry in document_listing(repositories, arguments.kb_id)])
     return 0
+
+
+# --- kb list, status, reindex --------------------------------------------------------------------
+
+
+def _kb_list(arguments: argparse.Namespace) -> int:
+    repositories = connect(arguments)
+    print_json([record.model_dump(mode="json") for record in repositories.knowledge_bases.list()])
+    return 0
+
+
+def _kb_status(arguments: argparse.Namespace) -> int:
+    from agent_knowledge.ingest.status import kb_status
+    from agent_knowledge_dev.admin import require_knowledge_base
+
+    repositories = connect(arguments)
+    require_knowledge_base(repositories, arguments.kb_id)
+    print_json(kb_status(repositories, arguments.kb_id).model_dump(mode="json"))
+    return 0
+
+
+def _kb_reindex(arguments: argparse.Namespace) -> int:
+    from agent_knowledge.ingest.index_rebuild import rebuild_kb_index
+    from agent_knowledge_dev.admin import require_knowledge_base
+
+    repositories = connect(arguments)
+    require_knowledge_base(repositories, arguments.kb_id)
+    started = time.perf_counter()
+    generation = rebuild_kb_index(repositories, arguments.kb_id)
+    print_json(
+        {"kb_id": arguments.kb_id, "index_generation": generation, "seconds": round(time.perf_counter() - started, 2)}
+    )
+    return 0
+
+
+def _target_only(parser: argparse.ArgumentParser) -> None:
+    add_target_arguments(parser)
 
 
 COMMAND = Command(
     "doc",
     "documents of a knowledge base",
     subcommands=[
-        Command("put", "add or update one document (--file) or a whole folder (--dir)", _put_arguments, _put),
-        Command("delete", "delete a document", _delete_arguments, _delete),
+        Command("put", "upload one document (--file) or a folder (--dir) to the sources bucket", _put_arguments, _put),
+        Command("delete", "delete a document (its object in the sources bucket)", _delete_arguments, _delete),
+        Command("list", "the KB's documents: status ready/pending/failed with the reason", _kb_arguments, _list),
     ],
 )
+
+KB_COMMANDS = [
+    Command("list", "every knowledge base", _target_only, _kb_list),
+    Command(
+        "status", "documents ready/pending/failed, index generation, oldest pending change", _kb_arguments, _kb_status
+    ),
+    Command("reindex", "rebuild the KB's search index from its documents", _kb_arguments, _kb_reindex),
+]

@@ -38,9 +38,10 @@ def read_event(path: Path) -> dict[str, Any]:
 
 
 def _run(arguments: argparse.Namespace) -> int:
-    from agent_knowledge_dev.functions import LocalContext, find_function, load_handler
+    from agent_knowledge_dev.functions import find_function, load_handler
     from agent_knowledge_dev.localstate import running_server
     from agent_knowledge_dev.runtime import use_local_backend, use_stack_environment
+    from agent_knowledge_dev.testing import LambdaContext
 
     route = find_function(arguments.function)
     event = read_event(arguments.event)
@@ -48,7 +49,7 @@ def _run(arguments: argparse.Namespace) -> int:
     if server is not None:
         use_local_backend(server.moto_endpoint)
         use_stack_environment(server.environment)
-        result = load_handler(route)(event, LocalContext(route.function))
+        result = load_handler(route)(event, LambdaContext.for_function(route.function))
     else:
         note("no running `agent-knowledge serve`: using a fresh in-process stack with the demo workspace")
         result = _invoke_in_process(route, event)
@@ -57,26 +58,19 @@ def _run(arguments: argparse.Namespace) -> int:
 
 
 def _invoke_in_process(route: Any, event: dict[str, Any]) -> Any:
-    from moto import mock_aws
-
-    from agent_knowledge.repositories import aws, default_repositories
     from agent_knowledge_dev import moto_speedups
     from agent_knowledge_dev.demo import seed_demo, seed_sample_documents
-    from agent_knowledge_dev.functions import LocalContext, function_logs_to_stderr, load_handler
-    from agent_knowledge_dev.runtime import reset_caches, use_local_backend, use_stack_environment
-    from agent_knowledge_dev.stack import create_stack
+    from agent_knowledge_dev.functions import function_logs_to_stderr, load_handler
+    from agent_knowledge_dev.runtime import use_local_backend
+    from agent_knowledge_dev.testing import LambdaContext, in_process_stack
 
     moto_speedups.install()
     use_local_backend(None)
-    with mock_aws():
-        use_stack_environment(create_stack(aws.client))
+    with in_process_stack() as stack:
         function_logs_to_stderr()  # seeding logs too; Powertools names its logger from the environment
-        seed_demo(default_repositories())
-        seed_sample_documents(default_repositories())
-        try:
-            return load_handler(route)(event, LocalContext(route.function))
-        finally:
-            reset_caches()
+        seed_demo(stack.repositories)
+        seed_sample_documents(stack.repositories)
+        return load_handler(route)(event, LambdaContext.for_function(route.function))
 
 
 COMMAND = Command("invoke", "run one function with an event file and print its response", _arguments, _run)

@@ -6,7 +6,7 @@ import argparse
 import json
 from typing import Any
 
-from agent_knowledge_dev.commands import Command
+from agent_knowledge_dev.commands import Command, documents
 from agent_knowledge_dev.console import CliError, note, print_json
 from agent_knowledge_dev.target import add_target_arguments, connect
 
@@ -153,6 +153,7 @@ COMMANDS = [
             Command("create", "create a knowledge base (no-op if it exists)", _kb_create_arguments, _kb_create),
             Command("enable", "enable a knowledge base", _kb_id_arguments, _kb_setter(True)),
             Command("disable", "disable a knowledge base (no route can use it)", _kb_id_arguments, _kb_setter(False)),
+            *documents.KB_COMMANDS,  # list, status, reindex
         ],
     ),
 ]

@@ -1,6 +1,7 @@
 """Split a document body into chunks that are exact substrings of it.
 
-Blocks are runs of non-blank lines; a Markdown heading line is a block of its own. Blocks are
+Blocks are runs of non-blank lines; a Markdown heading (an ATX `#` line, or a Setext heading with
+its `===`/`---` underline; see `markdown.headings`) is a block of its own. Blocks are
 aggregated up to about `TARGET_CHARS`; a heading starts a new chunk (once the current one has
 some substance) and always stays with what follows it. A block longer than `TARGET_CHARS` is
 split at sentence ends (Latin `.!?` followed by space, Chinese `。！？；`, line breaks); only a
@@ -15,6 +16,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from agent_knowledge.ingest.markdown import Heading, headings
+
 TARGET_CHARS = 700
 # A heading starts a new chunk only when the current one already has this much text, so a
 # run of tiny sections does not become a run of tiny chunks.
@@ -22,7 +25,6 @@ MIN_CHARS_BEFORE_HEADING = 200
 MAX_SENTENCE_CHARS = 1000
 
 _BLOCK = re.compile(r"[^\n]*\S[^\n]*(?:\n[^\n]*\S[^\n]*)*")
-_HEADING_LINE = re.compile(r"^[ \t]{0,3}#{1,6}(?:[ \t][^\n]*)?$", re.MULTILINE)
 # End of a sentence: the position right after the terminator (and any closing quotes/brackets).
 _SENTENCE_END = re.compile(r"(?:[.!?]+[\"'”’)\]]*(?=\s)|[。！？；]+[”’」』）\]]*|\n)")
 
@@ -50,16 +52,18 @@ def _trimmed(body: str, start: int, end: int) -> tuple[int, int] | None:
 
 
 def _blocks(body: str) -> list[_Unit]:
-    """Paragraph blocks, with heading lines split out as blocks of their own."""
+    """Paragraph blocks, with headings split out as blocks of their own."""
     units: list[_Unit] = []
+    pending: list[Heading] = headings(body)[::-1]  # popped in body order
     for block in _BLOCK.finditer(body):
         cursor = block.start()
-        for heading in _HEADING_LINE.finditer(body, block.start(), block.end()):
-            if (span := _trimmed(body, cursor, heading.start())) is not None:
+        while pending and pending[-1].start < block.end():
+            heading = pending.pop()
+            if (span := _trimmed(body, cursor, heading.start)) is not None:
                 units.append(_Unit(*span, heading=False))
-            if (span := _trimmed(body, heading.start(), heading.end())) is not None:
+            if (span := _trimmed(body, heading.start, heading.end)) is not None:
                 units.append(_Unit(*span, heading=True))
-            cursor = heading.end()
+            cursor = heading.end
         if (span := _trimmed(body, cursor, block.end())) is not None:
             units.append(_Unit(*span, heading=False))
     return units

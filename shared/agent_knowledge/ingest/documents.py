@@ -88,7 +88,7 @@ class Ingestor:
         self,
         kb_id: str,
         source_key: str,
-        title: str,
+        title: str | None,
         content: bytes | str,
         *,
         media_type: str = "text/markdown",
@@ -96,7 +96,8 @@ class Ingestor:
     ) -> IngestResult:
         if not source_key:
             raise IngestError("source key must not be empty")
-        prepared = prepare_document(title, content, media_type)
+        # title=None: found in the document, else derived from the source key (ingest/titles.py).
+        prepared = prepare_document(title, content, media_type, source_key)
         self._require_kb(kb_id)
         result = self._store(kb_id, source_key, prepared)
         if rebuild_index and result.outcome != "skipped":

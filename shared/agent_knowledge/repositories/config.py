@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import builtins
 from typing import Any
 
 from pydantic import BaseModel
@@ -122,10 +123,29 @@ class KnowledgeBaseRepository(ConfigRepository):
     def put(self, record: KnowledgeBaseRecord) -> None:
         self._put(record)
 
+    def list(self) -> builtins.list[KnowledgeBaseRecord]:
+        """Every knowledge base, by id. A scan of the config table: it holds a few hundred items
+        (clients, routes, KBs, tasks), and only the admin CLI lists KBs."""
+        found: builtins.list[KnowledgeBaseRecord] = []
+        request: dict[str, Any] = {
+            "TableName": self._table,
+            "FilterExpression": "kind = :kind",
+            "ExpressionAttributeValues": to_item({":kind": self.kind}),
+            "ConsistentRead": True,
+        }
+        while True:
+            with storage_errors("configuration storage"):
+                response = self._dynamodb.scan(**request)
+            found.extend(KnowledgeBaseRecord.model_validate(from_item(item)) for item in response.get("Items", []))
+            if "LastEvaluatedKey" not in response:
+                break
+            request["ExclusiveStartKey"] = response["LastEvaluatedKey"]
+        return sorted(found, key=lambda record: record.kb_id)
+
     def set_enabled(self, kb_id: str, enabled: bool) -> bool:
         return self._set(kb_id, enabled=enabled)
 
-    def publish_index(self, kb_id: str, expected: int, manifests: list[str]) -> bool:
+    def publish_index(self, kb_id: str, expected: int, manifests: builtins.list[str]) -> bool:
         """Move the KB's index from generation `expected` to `expected + 1`, whose manifests (newest
         first) are `manifests`; False if the generation is no longer `expected` (another update
         published first) or the KB does not exist. Readers see the old generation or the new one,

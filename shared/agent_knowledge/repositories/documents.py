@@ -2,14 +2,29 @@
 
 from __future__ import annotations
 
+import builtins
 import hashlib
 from collections.abc import Iterator
+from dataclasses import dataclass
 from typing import Any
 
 from agent_knowledge.errors import KnowledgeUnavailable
 from agent_knowledge.records import DocumentRecord
 from agent_knowledge.repositories.dynamo import conditional_write, from_item, key, to_item
 from agent_knowledge.repositories.errors import storage_errors
+
+# The sparse index of documents whose change is not yet in a published index generation
+# (template.yaml: DocumentsTable, GlobalSecondaryIndexes): key kb_id, sort index_pending_since.
+PENDING_INDEX = "pending"
+# Everything but the chunk lists, which can be most of a record's size and matter only to the index.
+_SUMMARY_ATTRIBUTES = [name for name in DocumentRecord.model_fields if name not in {"chunk_digests", "chunk_offsets"}]
+
+
+@dataclass(frozen=True)
+class PendingChange:
+    kb_id: str
+    doc_id: str
+    since: float
 
 
 def document_id(source_key: str) -> str:
@@ -54,24 +69,77 @@ class DocumentRepository:
                 raise KnowledgeUnavailable("document storage is temporarily unavailable")
         return found
 
-    def list(self, kb_id: str) -> Iterator[DocumentRecord]:
+    def _query(self, request: dict[str, Any]) -> Iterator[dict[str, Any]]:
         paginator_key: dict[str, Any] | None = None
         while True:
-            request: dict[str, Any] = {
-                "TableName": self._table,
-                "KeyConditionExpression": "kb_id = :kb",
-                "ExpressionAttributeValues": {":kb": {"S": kb_id}},
-                "ConsistentRead": True,
-            }
             if paginator_key:
                 request["ExclusiveStartKey"] = paginator_key
             with storage_errors("document storage"):
-                response = self._dynamodb.query(**request)
+                response = self._dynamodb.query(TableName=self._table, **request)
             for item in response.get("Items", []):
-                yield DocumentRecord.model_validate(from_item(item))
+                yield from_item(item)
             paginator_key = response.get("LastEvaluatedKey")
             if not paginator_key:
                 return
+
+    def list(self, kb_id: str, *, with_chunks: bool = True) -> Iterator[DocumentRecord]:
+        """Every record of the KB (tombstones included); without the chunk lists unless `with_chunks`."""
+        request: dict[str, Any] = {
+            "KeyConditionExpression": "kb_id = :kb",
+            "ExpressionAttributeValues": {":kb": {"S": kb_id}},
+            "ConsistentRead": True,
+        }
+        if not with_chunks:
+            request["ProjectionExpression"] = ", ".join(f"#a{i}" for i in range(len(_SUMMARY_ATTRIBUTES)))
+            request["ExpressionAttributeNames"] = {f"#a{i}": name for i, name in enumerate(_SUMMARY_ATTRIBUTES)}
+        for item in self._query(request):
+            yield DocumentRecord.model_validate(item)
+
+    def pending(self, kb_id: str) -> builtins.list[PendingChange]:
+        """The KB's changes not yet in a published index generation, oldest first. The index is
+        eventually consistent: a change made a moment ago may be missing (its queue message names it)."""
+        request: dict[str, Any] = {
+            "IndexName": PENDING_INDEX,
+            "KeyConditionExpression": "kb_id = :kb",
+            "ExpressionAttributeValues": {":kb": {"S": kb_id}},
+        }
+        return [
+            PendingChange(str(item["kb_id"]), str(item["doc_id"]), float(item["index_pending_since"]))
+            for item in self._query(request)
+        ]
+
+    def clear_pending(self, record: DocumentRecord) -> bool:
+        """The record's change is in a published generation: drop its pending mark, unless the
+        record changed since it was read (then its new change still waits for the indexer)."""
+        if record.index_pending_since is None:
+            return True
+        return conditional_write(
+            "document storage",
+            self._dynamodb.update_item,
+            TableName=self._table,
+            Key=key(kb_id=record.kb_id, doc_id=record.doc_id),
+            UpdateExpression="REMOVE index_pending_since",
+            ConditionExpression="revision = :r AND #s = :s AND index_pending_since = :p",
+            ExpressionAttributeNames={"#s": "status"},
+            ExpressionAttributeValues=to_item(
+                {":r": record.revision, ":s": record.status, ":p": record.index_pending_since}
+            ),
+        )
+
+    def replace(self, record: DocumentRecord, expected: DocumentRecord | None) -> bool:
+        """Write `record` only if the stored item is still `expected` (None: no item at all).
+        Every write has its own write_id, so this detects any change in between, even one that
+        went back to the same revision; records written before write_id existed match on revision."""
+        request: dict[str, Any] = {"TableName": self._table, "Item": to_item(record.model_dump(mode="json"))}
+        if expected is None:
+            request["ConditionExpression"] = "attribute_not_exists(doc_id)"
+        elif expected.write_id:
+            request["ConditionExpression"] = "write_id = :w"
+            request["ExpressionAttributeValues"] = {":w": {"S": expected.write_id}}
+        else:
+            request["ConditionExpression"] = "attribute_not_exists(write_id) AND revision = :r"
+            request["ExpressionAttributeValues"] = {":r": {"S": expected.revision}}
+        return conditional_write("document storage", self._dynamodb.put_item, **request)
 
     def put(self, record: DocumentRecord, *, only_if_new: bool = False, only_if_revision: str | None = None) -> bool:
         """Write a record, optionally only if none exists yet or only if the stored revision is

@@ -1,0 +1,112 @@
+"""The template's stack on moto: in-process (`mock_aws`) for tests and benchmarks, or on a moto
+server on loopback for `serve`, `invoke` against it, and the fault-drill harness.
+
+Both build tables, bucket and secret from template.yaml (`agent_knowledge_dev.stack`) and reset
+every per-container cache of the layer around them: a new stack's KB generations begin again at 0,
+and nothing the previous one cached may be seen.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from agent_knowledge.repositories import Repositories
+
+
+def reset_caches() -> None:
+    """The layer's `reset_container_caches()`, imported when called: importing the layer's runtime
+    creates the Powertools logger and metrics, which must see the caller's environment first."""
+    from agent_knowledge.runtime.container import reset_container_caches
+
+    reset_container_caches()
+
+
+@dataclass(frozen=True)
+class InProcessStack:
+    environment: dict[str, str]
+    repositories: Repositories
+
+
+@contextmanager
+def in_process_stack(server_token: str | None = None) -> Iterator[InProcessStack]:
+    """An in-process moto stack; this process's environment points at it until the block ends.
+
+    Expects the dummy AWS environment (`use_dummy_environment`) to be in place already."""
+    from moto import mock_aws
+
+    from agent_knowledge.repositories import Repositories, aws
+    from agent_knowledge.settings import get_settings
+    from agent_knowledge_dev.stack import create_stack
+
+    with mock_aws():
+        reset_caches()
+        environment = create_stack(aws.client, server_token=server_token)
+        saved = {name: os.environ.get(name) for name in environment}
+        os.environ.update(environment)
+        reset_caches()
+        try:
+            repositories = Repositories.build(get_settings(), aws.client("dynamodb"), s3=lambda: aws.client("s3"))
+            yield InProcessStack(environment, repositories)
+        finally:
+            reset_caches()
+            for name, value in saved.items():
+                if value is None:
+                    os.environ.pop(name, None)
+                else:
+                    os.environ[name] = value
+
+
+@dataclass
+class MotoServerStack:
+    moto: Any  # moto.server.ThreadedMotoServer
+    endpoint: str
+    environment: dict[str, str]
+    documents: int  # sample documents seeded
+
+    @property
+    def port(self) -> int:
+        return int(self.endpoint.rsplit(":", 1)[1])
+
+    def stop_moto(self) -> None:
+        """Storage goes away: connections to it are refused from now on (idempotent)."""
+        if self.moto is not None:
+            self.moto.stop()
+            self.moto = None
+
+
+@contextmanager
+def moto_server_stack(seed: bool = True) -> Iterator[MotoServerStack]:
+    """A moto server on loopback with the template's stack (and the demo workspace and sample
+    documents when `seed`); this process is pointed at it for good (run it in its own process)."""
+    from moto.server import ThreadedMotoServer
+
+    from agent_knowledge.repositories import aws, default_repositories
+    from agent_knowledge_dev import moto_speedups
+    from agent_knowledge_dev.demo import seed_demo, seed_sample_documents
+    from agent_knowledge_dev.functions import function_logs_to_stderr
+    from agent_knowledge_dev.runtime import use_local_backend, use_stack_environment
+    from agent_knowledge_dev.stack import create_stack
+
+    moto_speedups.install()
+    logging.getLogger("werkzeug").setLevel(logging.ERROR)
+    moto = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
+    moto.start()
+    host, port = moto.get_host_and_port()
+    stack = MotoServerStack(moto, f"http://{host}:{port}", {}, 0)
+    try:
+        use_local_backend(stack.endpoint)
+        stack.environment = create_stack(aws.client)
+        use_stack_environment(stack.environment)
+        function_logs_to_stderr()  # after the environment: Powertools names its logger from it
+        if seed:
+            seed_demo(default_repositories())
+            stack.documents = seed_sample_documents(default_repositories())
+        yield stack
+    finally:
+        stack.stop_moto()

@@ -1,0 +1,108 @@
+"""The little Markdown structure the ingest needs: where the headings are, and the front matter.
+
+Headings are ATX (`## Install`) and Setext (a paragraph underlined with `===` or `---`), as
+CommonMark defines them, except inside fenced code blocks (a `# comment` in a shell snippet is not
+a heading). A leading YAML front matter block (`---` … `---`) is neither heading nor title text.
+The chunker uses the heading spans to keep a heading with what follows it; the title finder
+uses the first heading's text. Everything works on `str` offsets of the given text.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+_ATX = re.compile(r"[ ]{0,3}(#{1,6})(?:[ \t]+(.*?))?(?:[ \t]+#+)?[ \t\r]*")
+_SETEXT_UNDERLINE = re.compile(r"[ ]{0,3}(?:=+|-+)[ \t\r]*")
+_THEMATIC_BREAK = re.compile(r"[ ]{0,3}([-*_])(?:[ \t]*\1){2,}[ \t\r]*")
+_FENCE = re.compile(r"[ ]{0,3}(`{3,}|~{3,})")
+# Lines that open another kind of block, so they cannot be (the start of) a Setext heading's text.
+_OTHER_BLOCK = re.compile(r"[ ]{0,3}(?:[-*+][ \t]|\d{1,9}[.)](?:[ \t]|\r?$)|>|\||<[A-Za-z/!?])")
+# Front matter starts with `---` on the first line and a `key:` line (so a document that merely
+# opens with a thematic break is not mistaken for one).
+_FRONT_MATTER = re.compile(
+    r"---[ \t]*\r?\n(?=[A-Za-z_][\w -]*:)(?:.*?\r?\n)??(?:---|\.\.\.)[ \t]*(?:\r?\n|$)", re.DOTALL
+)
+_FRONT_MATTER_TITLE = re.compile(r"^title:[ \t]*(.+?)[ \t\r]*$", re.MULTILINE)
+
+
+@dataclass(frozen=True)
+class Heading:
+    start: int
+    end: int
+    level: int
+    text: str  # the heading's content, whitespace collapsed (may be empty: `#` alone)
+
+
+def front_matter_end(text: str) -> int:
+    """Offset just after a leading `---` … `---` block, or 0 when the text has none."""
+    match = _FRONT_MATTER.match(text)
+    return match.end() if match else 0
+
+
+def front_matter_title(text: str) -> str | None:
+    """`title:` of the front matter, without YAML quotes."""
+    end = front_matter_end(text)
+    match = _FRONT_MATTER_TITLE.search(text, 0, end)
+    if match is None:
+        return None
+    value = match.group(1)
+    if len(value) >= 2 and value[0] == value[-1] and value[0] in "\"'":
+        value = value[1:-1]
+    return " ".join(value.split()) or None
+
+
+def _lines(text: str) -> Iterator[tuple[int, int]]:
+    start = 0
+    while start < len(text):
+        end = text.find("\n", start)
+        if end < 0:
+            end = len(text)
+        yield start, end
+        start = end + 1
+
+
+def _clean(text: str) -> str:
+    return " ".join(text.split())
+
+
+def headings(text: str) -> list[Heading]:
+    """Every heading of the text, in order; a Setext heading spans its text and its underline."""
+    found: list[Heading] = []
+    fence: str | None = None  # the open code fence (its backticks or tildes), if any
+    paragraph: int | None = None  # start offset of the run of paragraph lines the next line may underline
+    previous_end = 0
+    skip_to = front_matter_end(text)
+    for start, end in _lines(text):
+        if start < skip_to:
+            continue
+        line = text[start:end]
+        if fence is not None:
+            closing = _FENCE.match(line)
+            if closing and closing.group(1)[0] == fence[0] and len(closing.group(1)) >= len(fence):
+                if not line[closing.end() :].strip():
+                    fence = None
+            continue
+        if not line.strip():
+            paragraph = None
+        elif opening := _FENCE.match(line):
+            fence, paragraph = opening.group(1), None
+        elif atx := _ATX.fullmatch(line):
+            found.append(Heading(start, end, len(atx.group(1)), _clean(atx.group(2) or "")))
+            paragraph = None
+        elif paragraph is not None and _SETEXT_UNDERLINE.fullmatch(line):
+            level = 1 if line.strip()[0] == "=" else 2
+            found.append(Heading(paragraph, end, level, _clean(text[paragraph:previous_end])))
+            paragraph = None
+        elif _THEMATIC_BREAK.fullmatch(line) or _OTHER_BLOCK.match(line):
+            paragraph = None
+        elif paragraph is None:
+            paragraph = start
+        previous_end = end
+    return found
+
+
+def first_heading(text: str) -> str | None:
+    """The text of the first non-empty heading."""
+    return next((heading.text for heading in headings(text) if heading.text), None)

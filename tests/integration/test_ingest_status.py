@@ -1,0 +1,82 @@
+"""document_listing and kb_status: what `doc list` and `kb status` show, from the stored records."""
+
+from __future__ import annotations
+
+import pytest
+
+from agent_knowledge.ingest.content import IngestError
+from agent_knowledge.ingest.documents import Ingestor
+from agent_knowledge.ingest.status import DocumentListing, document_listing, iso_utc, kb_status
+from agent_knowledge_dev.admin import create_knowledge_base
+
+
+@pytest.fixture
+def kb(stack):
+    create_knowledge_base(stack.repositories, "kb")
+    ingestor = Ingestor(stack.repositories, clock=stack.clock)
+    for name in ("ready", "pending", "failed", "deleted", "gone"):
+        ingestor.put("kb", f"{name}.md", name.title(), f"Text about {name}.", rebuild_index=False)
+    ingestor.rebuild_index("kb")
+    documents = stack.repositories.documents
+    records = {record.source_key: record for record in documents.list("kb")}
+    now = stack.clock()
+    documents.put(records["pending.md"].model_copy(update={"index_pending_since": now - 30.5}))
+    documents.put(
+        records["failed.md"].model_copy(
+            update={"status": "error", "error_reason": "content is not valid UTF-8", "revision": ""}
+        )
+    )
+    documents.put(records["deleted.md"].model_copy(update={"status": "deleted", "index_pending_since": now - 2}))
+    documents.put(records["gone.md"].model_copy(update={"status": "deleted"}))
+    return stack
+
+
+def test_listing_shows_each_document_once_with_its_state(kb):
+    listing = document_listing(kb.repositories, "kb")
+    assert [(d.source_key, d.status, d.reason) for d in listing] == [
+        ("deleted.md", "pending", None),  # its delete is not yet published
+        ("failed.md", "failed", "content is not valid UTF-8"),
+        ("pending.md", "pending", None),
+        ("ready.md", "ready", None),
+    ]
+    ready = listing[-1]
+    assert ready == DocumentListing(
+        source_key="ready.md",
+        title="Ready",
+        revision=ready.revision,
+        status="ready",
+        reason=None,
+        updated_at=iso_utc(kb.clock()),
+    )
+    assert len(ready.revision or "") == 32 and listing[1].revision is None
+    assert ready.updated_at.endswith("Z") and "T" in ready.updated_at
+
+
+def test_kb_status_counts_and_the_oldest_pending_age(kb):
+    status = kb_status(kb.repositories, "kb", clock=kb.clock)
+    assert status.model_dump() == {
+        "kb_id": "kb",
+        "ready": 1,
+        "pending": 2,
+        "failed": 1,
+        "index_generation": 1,
+        "oldest_pending_age_seconds": 30.5,
+    }
+
+
+def test_an_up_to_date_kb_has_no_pending_age(stack):
+    create_knowledge_base(stack.repositories, "empty")
+    assert kb_status(stack.repositories, "empty").oldest_pending_age_seconds is None
+    assert document_listing(stack.repositories, "empty") == []
+
+
+def test_unknown_kb_is_refused_by_name(stack):
+    with pytest.raises(IngestError, match="'nope' does not exist"):
+        kb_status(stack.repositories, "nope")
+    with pytest.raises(IngestError, match="'nope' does not exist"):
+        document_listing(stack.repositories, "nope")
+
+
+def test_pending_index_lists_marked_documents_oldest_first(kb):
+    pending = kb.repositories.documents.pending("kb")
+    assert [round(kb.clock() - change.since, 1) for change in pending] == [30.5, 2.0]

@@ -1,0 +1,111 @@
+"""The CLI's folder walk (symbolic links never followed) and the `--wait` loop, without a stack."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from agent_knowledge.ingest.status import DocumentListing
+from agent_knowledge_dev import waiting
+from agent_knowledge_dev.bulk import UnreadableSource, discover, read_source
+
+
+def test_discover_skips_and_reports_links_to_files_and_folders_outside(tmp_path: Path) -> None:
+    """Issue 17 finding 1 (the old walk returned `passwd.md`, the link to a file outside)."""
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "secret.md").write_text("secret", encoding="utf-8")
+    root = tmp_path / "root"
+    (root / "sub").mkdir(parents=True)
+    (root / "sub" / "a.md").write_text("# A", encoding="utf-8")
+    (root / "b.txt").write_text("B", encoding="utf-8")
+    (root / ".hidden.md").write_text("hidden", encoding="utf-8")
+    (root / "image.png").write_bytes(b"\x89PNG")
+    (root / "passwd.md").symlink_to(outside / "secret.md")
+    (root / "inside-link.md").symlink_to(root / "b.txt")  # even a link inside the folder: never followed
+    (root / "elsewhere").symlink_to(outside, target_is_directory=True)
+    folder = discover(root)
+    assert [(f.source_key, f.media_type) for f in folder.files] == [
+        ("b.txt", "text/plain"),
+        ("sub/a.md", "text/markdown"),
+    ]
+    assert [(s.path, s.reason) for s in folder.skipped] == [
+        ("elsewhere", "symbolic link (not followed)"),
+        ("inside-link.md", "symbolic link (not followed)"),
+        ("passwd.md", "symbolic link (not followed)"),
+    ]
+
+
+def test_read_source_refuses_a_file_swapped_for_a_link_after_the_walk(tmp_path: Path) -> None:
+    (tmp_path / "secret.md").write_text("secret", encoding="utf-8")
+    target = tmp_path / "doc.md"
+    target.write_text("fine", encoding="utf-8")
+    (source,) = [f for f in discover(tmp_path).files if f.source_key == "doc.md"]
+    target.unlink()
+    target.symlink_to(tmp_path / "secret.md")
+    with pytest.raises(UnreadableSource, match="symbolic link"):
+        read_source(source.path)
+
+
+def test_read_source_refuses_a_fifo_without_blocking(tmp_path: Path) -> None:
+    os.mkfifo(tmp_path / "pipe.md")
+    with pytest.raises(UnreadableSource, match="not a regular file"):
+        read_source(tmp_path / "pipe.md")
+
+
+def _entry(key: str, status: str, revision: str | None, updated_at: str = "2026-01-01T00:00:10Z") -> DocumentListing:
+    reason = "bad" if status == "failed" else None
+    return DocumentListing(
+        source_key=key, title=key, revision=revision, status=status, reason=reason, updated_at=updated_at
+    )
+
+
+class _Listings:
+    """Successive listings, one per poll (the last repeats)."""
+
+    def __init__(self, *polls: list[DocumentListing]) -> None:
+        self.polls = list(polls)
+        self.calls = 0
+
+    def __call__(self, repositories: object, kb_id: str) -> list[DocumentListing]:
+        self.calls += 1
+        return self.polls.pop(0) if len(self.polls) > 1 else self.polls[0]
+
+
+def _wait(monkeypatch: pytest.MonkeyPatch, listings: _Listings, **kwargs: object) -> waiting.WaitResult:
+    monkeypatch.setattr(waiting, "document_listing", listings)
+    now = [1_767_225_600.0]  # 2026-01-01T00:00:00Z
+
+    def sleep(seconds: float) -> None:
+        now[0] += seconds
+
+    defaults: dict[str, object] = {"puts": {}, "deletes": set(), "started": now[0], "timeout": 30.0}
+    return waiting.wait_for_changes(None, "kb", clock=lambda: now[0], sleep=sleep, **{**defaults, **kwargs})  # type: ignore[arg-type]
+
+
+def test_wait_ends_when_the_new_revision_is_ready_and_deletes_are_gone(monkeypatch: pytest.MonkeyPatch) -> None:
+    listings = _Listings(
+        [_entry("a.md", "ready", "old"), _entry("gone.md", "ready", "r")],
+        [_entry("a.md", "pending", "new"), _entry("gone.md", "pending", "r")],
+        [_entry("a.md", "ready", "new")],
+    )
+    result = _wait(monkeypatch, listings, puts={"a.md": "new"}, deletes={"gone.md"})
+    assert list(result.ready) == ["a.md"] and result.removed == ["gone.md"] and result.pending == []
+    assert listings.calls == 3
+
+
+def test_wait_reports_a_failure_of_this_upload_but_not_an_older_one(monkeypatch: pytest.MonkeyPatch) -> None:
+    older = _entry("a.md", "failed", None, updated_at="2025-12-31T23:00:00Z")
+    listings = _Listings([older], [_entry("a.md", "failed", None, updated_at="2026-01-01T00:00:05Z")])
+    result = _wait(monkeypatch, listings, puts={"a.md": "new"})
+    assert list(result.failed) == ["a.md"] and result.failed["a.md"].reason == "bad"
+    assert listings.calls == 2
+
+
+def test_wait_is_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
+    listings = _Listings([_entry("a.md", "pending", "new")])
+    result = _wait(monkeypatch, listings, puts={"a.md": "new", "b.md": "x"}, timeout=5.0)
+    assert result.pending == ["a.md", "b.md"] and not result.ready
+    assert 5 <= listings.calls <= 12  # backs off to one poll a second
