@@ -369,7 +369,7 @@ def render(doc: dict[str, Any]) -> list[str]:
     lines = [
         f"### Segment layout (issue 14) — commit {doc['commit']}, load average {result['load_average_start']}",
         "",
-        "| chunks | index MB | segments after 100 updates | update CPU p50 (max) s | uploaded p50 (max) KB "
+        "| chunks | index MB | segments after the updates | update CPU p50 (max) s | uploaded p50 (max) KB "
         "| sync wall p50 ms | sync downloaded p50 KB | cold load from S3 / from /tmp / tantivy wall ms "
         "| RSS increase ours / tantivy MiB | query p50 ratio en short / en 2000 / zh short / zh 2000 |",
         "|---:|---:|---:|---|---|---:|---:|---|---|---|",
