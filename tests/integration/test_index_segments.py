@@ -187,7 +187,7 @@ def test_an_unreadable_index_fails_only_its_source_and_the_next_update_repairs_i
     stack = demo
     """Issue 17 finding 3: on the old layout this answered 500 and the next rebuild failed."""
     from agent_knowledge_dev.demo import DEMO_KB
-    from tests.support.events import load_event, with_changes
+    from agent_knowledge_dev.testing.functions import load_event, with_changes
 
     ingestor = Ingestor(stack.repositories, clock=stack.clock)
     create_knowledge_base(stack.repositories, "second")

@@ -38,7 +38,7 @@ from agent_knowledge.retrieval.builder import IndexedChunk, write_index
 from agent_knowledge.retrieval.index_cache import open_generation
 from agent_knowledge.retrieval.kb_index import KbIndex
 from agent_knowledge.retrieval.layout import IndexUnavailable
-from agent_knowledge.retrieval.local_files import LocalFiles, local_files, remove_directory
+from agent_knowledge.retrieval.local_files import LocalFiles, local_files
 from agent_knowledge.runtime.observability import logger
 
 
@@ -105,6 +105,6 @@ def rebuild_kb_index(
                 indexed.update(apply_changes(directory, changed, [records[d] for d in changed if d in records], load))
         raise KnowledgeUnavailable("the knowledge base index is being updated too often; try again")
     finally:
-        remove_directory(directory)
+        files.discard(directory)
         if previous is not None:
-            remove_directory(previous[1])
+            files.discard(previous[1])

@@ -34,7 +34,7 @@ from agent_knowledge.records import DocumentRecord, KnowledgeBaseRecord
 from agent_knowledge.repositories import Repositories
 from agent_knowledge.retrieval.kb_index import KbIndex
 from agent_knowledge.retrieval.layout import IndexManifest, IndexUnavailable
-from agent_knowledge.retrieval.local_files import LocalFiles, local_files, remove_directory
+from agent_knowledge.retrieval.local_files import LocalFiles, local_files
 from agent_knowledge.runtime.observability import logger
 
 _REBUILD = object()
@@ -130,4 +130,4 @@ def _apply(
         keep_local_copy(files, directory, published)
         return published.generation
     finally:
-        remove_directory(directory)
+        files.discard(directory)

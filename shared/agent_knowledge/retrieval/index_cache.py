@@ -29,7 +29,7 @@ from agent_knowledge.retrieval.layout import (
     IndexUnavailable,
     parse_manifest,
 )
-from agent_knowledge.retrieval.local_files import LocalFiles, local_files, remove_directory
+from agent_knowledge.retrieval.local_files import LocalFiles, local_files
 from agent_knowledge.runtime.observability import logger
 
 # After a generation failed to load, serve what we have and try it again at most this often.
@@ -60,10 +60,10 @@ def open_generation(
     try:
         return KbIndex.open(directory, manifest.generation), directory, downloaded
     except (KeyboardInterrupt, SystemExit):
-        remove_directory(directory)
+        files.discard(directory)
         raise
     except BaseException as exc:  # tantivy reports broken files as ValueError, OSError or a Rust panic
-        remove_directory(directory)
+        files.discard(directory)
         raise IndexCorrupt(f"index files do not open: {type(exc).__name__}") from exc
 
 
@@ -160,14 +160,14 @@ class IndexCache:
         self._entries[kb_id] = loaded
         self.last_sync[kb_id] = SyncReport(manifest_key=key, downloaded_bytes=downloaded)
         if entry is not None:
-            remove_directory(entry.directory)  # searches still running keep their open files
+            self.files.discard(entry.directory)  # searches still running keep their open files
         self.files.hold(owner, [manifest])
         return loaded
 
     def _drop(self, kb_id: str, entry: _Entry) -> None:
         if self._entries.get(kb_id) is entry:
             del self._entries[kb_id]
-        remove_directory(entry.directory)
+        self.files.discard(entry.directory)
         self.files.hold(f"index-cache:{kb_id}", [])
 
     def opened_directory(self, kb_id: str) -> str | None:

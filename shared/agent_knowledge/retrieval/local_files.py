@@ -88,21 +88,24 @@ class LocalFiles:
         files are pinned for `owner` (in addition to what it pinned before) until `hold` or
         `release`. Raises IndexCorrupt if a file is missing or not what the manifest says."""
         wanted = frozenset(entry.sha256 for entry in manifest.files.values())
+        directory = self.new_directory(f"{manifest.kb_id}.{manifest.generation}")
         with self._lock:
             self._pins[owner] = self._pins.get(owner, frozenset()) | wanted
+            # The directory's own lease: no prune (another thread finishing its work) deletes these
+            # objects between their download and their link, whatever `owner` pins meanwhile.
+            self._pins[directory] = wanted
         os.makedirs(self._objects, exist_ok=True)
         downloaded = 0
-        for name, entry in sorted(manifest.files.items()):
-            if not os.path.exists(self._object(entry.sha256)):
-                downloaded += self._download(bodies, manifest.file_key(name), entry.sha256, entry.size)
-        directory = self.new_directory(f"{manifest.kb_id}.{manifest.generation}")
         try:
+            for name, entry in sorted(manifest.files.items()):
+                if not os.path.exists(self._object(entry.sha256)):
+                    downloaded += self._download(bodies, manifest.file_key(name), entry.sha256, entry.size)
             for name, entry in manifest.files.items():
                 os.link(self._object(entry.sha256), os.path.join(directory, name))
             with open(os.path.join(directory, "meta.json"), "w", encoding="utf-8") as meta:
                 json.dump(manifest.meta, meta)
         except BaseException:
-            shutil.rmtree(directory, ignore_errors=True)
+            self.discard(directory)
             raise
         return directory, downloaded
 
@@ -148,6 +151,14 @@ class LocalFiles:
             self._pins[owner] = wanted
             self._prune()
 
+    def discard(self, directory: str) -> None:
+        """Drop a directory from `materialize` or `new_directory` (its links; searches that have its
+        files open keep them) and its lease on the objects."""
+        shutil.rmtree(directory, ignore_errors=True)
+        with self._lock:
+            if self._pins.pop(directory, None) is not None:
+                self._prune()
+
     def release(self, owner: str) -> None:
         self.hold(owner, [])
 
@@ -175,11 +186,6 @@ class LocalFiles:
             return sum(os.path.getsize(os.path.join(self._objects, name)) for name in os.listdir(self._objects))
         except FileNotFoundError:
             return 0
-
-
-def remove_directory(directory: str) -> None:
-    """Drop an opened generation's directory (its links; the objects stay while pinned)."""
-    shutil.rmtree(directory, ignore_errors=True)
 
 
 # The container's store, shared by the index cache (readers) and index writers.
