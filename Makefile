@@ -6,6 +6,10 @@ SAM ?= sam
 VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
+# checkov (template security scanner, tests/reliability/test_template_scanners.py) pins old boto3,
+# botocore, packaging and networkx: it gets a virtual environment of its own inside .venv.
+CHECKOV_VERSION := 3.3.30
+CHECKOV_VENV := $(VENV)/tools/checkov
 
 .PHONY: venv test lint typecheck serve bench build validate clean
 
@@ -15,6 +19,8 @@ $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet -e '.[dev,bench]'
+	test -x $(CHECKOV_VENV)/bin/python || $(PYTHON) -m venv $(CHECKOV_VENV)
+	$(CHECKOV_VENV)/bin/python -m pip install --quiet 'checkov==$(CHECKOV_VERSION)'
 	touch $(STAMP)
 
 ## Run every check CI runs: lint, type check, tests.
@@ -36,9 +42,11 @@ serve: venv
 bench: venv
 	$(BIN)/python -m bench
 
-## Validate the template (cfn-lint) and build the deployable bundle (needs a python3.12 on PATH).
+## Validate the template (cfn-lint with informational rules, checkov) and build the deployable bundle
+## (needs a python3.12 on PATH).
 validate: venv
-	$(BIN)/cfn-lint template.yaml
+	$(BIN)/cfn-lint --include-checks I -- template.yaml
+	$(BIN)/python -m pytest -q tests/reliability/test_template_scanners.py
 
 build: validate
 	PYENV_VERSION=3.12.1 $(SAM) build

@@ -13,7 +13,7 @@ README = ROOT / "bench" / "README.md"
 PLOT = ROOT / "docs" / "bench-scaling.png"
 START = "<!-- performance-suite:results:start -->"
 END = "<!-- performance-suite:results:end -->"
-FIGURES = ("cold_start", "warm", "scaling", "memory", "budget", "ingest", "segments")
+FIGURES = ("cold_start", "warm", "scaling", "memory", "budget", "ingest", "pipeline", "segments")
 
 
 def commit() -> str:
@@ -196,6 +196,53 @@ def _ingest(doc: dict[str, Any]) -> list[str]:
     return lines
 
 
+def _pipeline(doc: dict[str, Any]) -> list[str]:
+    figure = doc["result"]
+    targets = figure["targets"]
+    lines = [
+        f"**7. Ingestion pipeline** ({doc['commit']}; in-process moto with the local S3-event and event-source "
+        f"stand-ins; load average {figure['load_average']} before, {figure['load_average_after']} after)",
+        "",
+        "| KB size | PUT → searchable p50 / p95 | DELETE → gone p50 / p95 | CPU per PUT+DELETE p50 | target |",
+        "|---:|---:|---:|---:|---|",
+    ]
+    for point in (figure["small"], figure["big"]):
+        put, gone = point["put_to_searchable"], point["delete_to_gone"]
+        met = put["p50_seconds"] <= targets["p50_seconds"] and put["p95_seconds"] <= targets["p95_seconds"]
+        lines.append(
+            f"| {point['documents']} | {put['p50_seconds']} s / {put['p95_seconds']} s (n={put['n']}) | "
+            f"{gone['p50_seconds']} s / {gone['p95_seconds']} s | {point['cpu_seconds_per_put_and_delete_p50']} s | "
+            f"p50 ≤ {targets['p50_seconds']} s, p95 ≤ {targets['p95_seconds']} s: {_met(met)} |"
+        )
+    bulk = figure["bulk"]
+    cost = bulk["cost"]["usd_per_1000_documents"]
+    lines += [
+        "",
+        f"- Ratio big/small of the PUT → searchable p50: **{figure['ratio_big_small_p50']}** "
+        f"(≤ {targets['ratio']}: {_met(figure['met']['ratio'])}).",
+        f"- Bulk: {bulk['documents']} documents ({bulk['bytes'] / 1e6:.1f} MB) PUT in a loop (PUTs took "
+        f"{bulk['put_seconds']} s), "
+        + (
+            "all searchable after "
+            if bulk.get("complete", True)
+            else f"**not all searchable within the bench's deadline: {bulk['searchable']}** after "
+        )
+        + f"{bulk['wall_seconds']} s = **{bulk['documents_per_second']} documents/s** in **{bulk['generations']} index "
+        f"generations** (CPU {bulk['cpu_seconds']} s; ingest invocations {bulk['invocations'].get('IngestFunction')}, "
+        f"indexer invocations {bulk['invocations'].get('IndexerFunction')}).",
+        f"- AWS calls of the functions per ingested document: **{bulk['aws_calls_per_document']}** "
+        f"({', '.join(f'{op} {n}' for op, n in sorted(bulk['aws_calls'].items()))}); "
+        f"{bulk['dynamodb_write_units_per_document']} DynamoDB write units and "
+        f"{bulk['dynamodb_items_read_per_document']} items read per document.",
+        f"- Projected AWS cost per 1,000 documents: **${cost['total_without_lambda_duration']}** "
+        f"(S3 ${cost['s3']}, DynamoDB ${cost['dynamodb']}, SQS ${cost['sqs']}, Lambda requests "
+        f"${cost['lambda_requests']}); not included: {bulk['cost']['not_included']}. Prices assumed: "
+        + ", ".join(f"{name} ${price}" for name, price in bulk["cost"]["prices_usd"].items())
+        + ".",
+    ]
+    return lines
+
+
 def _segments(doc: dict[str, Any]) -> list[str]:
     from bench.segments import render
 
@@ -209,6 +256,7 @@ RENDERERS = {
     "memory": _memory,
     "budget": _budget,
     "ingest": _ingest,
+    "pipeline": _pipeline,
     "segments": _segments,
 }
 

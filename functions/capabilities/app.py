@@ -7,20 +7,22 @@ from typing import Any
 from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.logging import correlation_paths
 
-from agent_knowledge.identity.caller import revalidate
+from agent_knowledge.identity.caller import open_workspace
 from agent_knowledge.knowledge.capabilities import describe_capabilities
-from agent_knowledge.runtime.container import Dependencies, default_dependencies
+from agent_knowledge.runtime.container import Dependencies, create_clients_at_init, default_dependencies
 from agent_knowledge.runtime.http import create_app, header, json_response, resolve
 from agent_knowledge.runtime.observability import logger, metrics, traced
 
 app = create_app()
+create_clients_at_init("dynamodb")
 
 
 @app.get("/agent-api/v1/workspaces/<route>/knowledge/capabilities")
 def capabilities(route: str) -> Response:
     deps: Dependencies = app.context["deps"]
-    caller = revalidate(deps.repositories, header(app.current_event.raw_event, "authorization"), route, deps.clock())
-    return json_response(200, describe_capabilities(deps.repositories, caller))
+    authorization = header(app.current_event.raw_event, "authorization")
+    workspace = open_workspace(deps.repositories, authorization, route, deps.clock())
+    return json_response(200, describe_capabilities(workspace))
 
 
 @logger.inject_lambda_context(correlation_id_path=correlation_paths.API_GATEWAY_HTTP)

@@ -7,13 +7,14 @@ from typing import Any
 from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.logging import correlation_paths
 
-from agent_knowledge.runtime.container import Dependencies, default_dependencies
+from agent_knowledge.runtime.container import Dependencies, create_clients_at_init, default_dependencies
 from agent_knowledge.runtime.http import create_app, header, json_response, parse_body, resolve
 from agent_knowledge.runtime.observability import logger, metrics, traced
 from agent_knowledge.turns.completion import complete_run, run_of_caller
 from agent_knowledge.turns.models import CompleteRunRequest
 
 app = create_app()
+create_clients_at_init("dynamodb")
 
 
 @app.post("/agent-api/v1/runs/<run_id>/complete")

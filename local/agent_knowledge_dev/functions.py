@@ -14,22 +14,32 @@ from collections.abc import Callable
 from typing import Any
 
 from agent_knowledge_dev.console import CliError
-from agent_knowledge_dev.template import FunctionRoute, function_routes
+from agent_knowledge_dev.template import PROJECT_ROOT, FunctionRoute, function_routes, resources_of_type
 from agent_knowledge_dev.testing.functions import load_module
 from agent_knowledge_dev.testing.lambda_context import LambdaContext
 
 Handler = Callable[[dict[str, Any], Any], dict[str, Any]]
 
 
+def queue_functions() -> list[FunctionRoute]:
+    """Functions without an HTTP route (the ingestion pipeline's, fed by SQS): no method or path."""
+    routed = {route.function for route in function_routes()}
+    return [
+        FunctionRoute(name, "", "", PROJECT_ROOT / r["Properties"]["CodeUri"], r["Properties"]["Handler"])
+        for name, r in resources_of_type("AWS::Serverless::Function").items()
+        if name not in routed
+    ]
+
+
 def function_names() -> list[str]:
     """What `invoke` accepts: each function's directory under functions/."""
-    return sorted({route.code_uri.name for route in function_routes()})
+    return sorted({route.code_uri.name for route in [*function_routes(), *queue_functions()]})
 
 
 def find_function(name: str) -> FunctionRoute:
     """`complete_run`, `complete-run`, `CompleteRunFunction` or `functions/complete_run` → its route."""
     wanted = name.strip("/").removeprefix("functions/").lower()
-    for route in function_routes():
+    for route in [*function_routes(), *queue_functions()]:
         names = {route.code_uri.name.lower(), route.short_name, route.function.lower()}
         if wanted in names or wanted.replace("-", "_") in names:
             return route

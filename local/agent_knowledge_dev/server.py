@@ -173,8 +173,9 @@ def _bind(host: str, port: int, gateway: Gateway, quiet: bool) -> ApiServer:
         raise CliError(f"cannot listen on {host}:{port}: {exc.strerror}") from None
 
 
-def _banner(base_url: str, elapsed: float, documents: int) -> str:
+def _banner(base_url: str, elapsed: float, documents: int, moto_endpoint: str) -> str:
     from agent_knowledge_dev.demo import DEMO_ROUTE, DEMO_TOKEN
+    from agent_knowledge_dev.stack import SOURCES_BUCKET
 
     workspace = f"{base_url}/agent-api/v1/workspaces/{DEMO_ROUTE}/knowledge"
     auth = f"-H 'Authorization: Bearer {DEMO_TOKEN}'"
@@ -186,6 +187,8 @@ def _banner(base_url: str, elapsed: float, documents: int) -> str:
             f"  workspace    : {workspace}",
             f"  demo bearer  : {DEMO_TOKEN}",
             f"  demo content : {documents} sample documents in knowledge base 'handbook' (English and Chinese)",
+            f"  sources      : s3://{SOURCES_BUCKET}/<kb_id>/<source_key> is ingested and indexed",
+            f"                 (aws s3 sync DIR s3://{SOURCES_BUCKET}/handbook/ --endpoint-url {moto_endpoint})",
             "  state        : in memory, fresh on every start, gone when serve stops",
             "",
             "Try:",
@@ -217,7 +220,10 @@ def serve(host: str, port: int, quiet: bool = False) -> int:
             with moto_server_stack() as stack:
                 lock.publish(ServerInfo(os.getpid(), api.base_url, stack.endpoint, stack.environment, time.time()))
                 _stop_on_sigterm()
-                print(_banner(api.base_url, time.perf_counter() - started, stack.documents), flush=True)
+                print(
+                    _banner(api.base_url, time.perf_counter() - started, stack.documents, stack.endpoint),
+                    flush=True,
+                )
                 if host not in {"127.0.0.1", "localhost", "::1"}:
                     print(f"warning: listening on {host}; the demo bearer token is public", file=sys.stderr, flush=True)
                 try:

@@ -6,6 +6,7 @@ for `agent-knowledge serve`. Physical names are derived from logical ids, so the
 
 from __future__ import annotations
 
+import json
 import secrets
 from collections.abc import Callable
 from typing import Any
@@ -22,6 +23,10 @@ def table_name(logical_id: str) -> str:
 
 def bucket_name(logical_id: str) -> str:
     return f"agent-knowledge-{logical_id.lower()}"
+
+
+# Where operators upload documents locally: s3://agent-knowledge-sourcesbucket/<kb_id>/<source_key>.
+SOURCES_BUCKET = bucket_name("SourcesBucket")
 
 
 def _create_table(dynamodb: Any, logical_id: str, properties: dict[str, Any]) -> None:
@@ -42,6 +47,56 @@ def _create_table(dynamodb: Any, logical_id: str, properties: dict[str, Any]) ->
         )
 
 
+def queue_name(logical_id: str, properties: dict[str, Any]) -> str:
+    return f"{logical_id}.fifo" if properties.get("FifoQueue") else logical_id
+
+
+def _queue_arn(value: Any, arns: dict[str, str]) -> str:
+    """`!GetAtt Queue.Arn` → the local queue's ARN."""
+    logical_id, attribute = value["Fn::GetAtt"]
+    if attribute != "Arn" or logical_id not in arns:
+        raise ValueError(f"cannot resolve !GetAtt {logical_id}.{attribute} locally")
+    return arns[logical_id]
+
+
+def _create_queues(sqs: Any) -> dict[str, tuple[str, str]]:
+    """The template's SQS queues (dead-letter queues first); logical id → (url, arn)."""
+    queues = resources_of_type("AWS::SQS::Queue")
+    order = sorted(queues, key=lambda name: "RedrivePolicy" in queues[name]["Properties"])
+    created: dict[str, tuple[str, str]] = {}
+    for logical_id in order:
+        properties = queues[logical_id]["Properties"]
+        attributes = {
+            name: str(properties[name]).lower() if isinstance(properties[name], bool) else str(properties[name])
+            for name in ("VisibilityTimeout", "MessageRetentionPeriod", "FifoQueue", "ContentBasedDeduplication")
+            if name in properties
+        }
+        redrive = properties.get("RedrivePolicy")
+        if redrive:
+            target = _queue_arn(redrive["deadLetterTargetArn"], {k: v[1] for k, v in created.items()})
+            attributes["RedrivePolicy"] = json.dumps(
+                {"deadLetterTargetArn": target, "maxReceiveCount": int(redrive["maxReceiveCount"])}
+            )
+        url = sqs.create_queue(QueueName=queue_name(logical_id, properties), Attributes=attributes)["QueueUrl"]
+        arn = sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
+        created[logical_id] = (url, arn)
+    return created
+
+
+def _notifications(properties: dict[str, Any], queues: dict[str, tuple[str, str]]) -> dict[str, Any] | None:
+    """The bucket's `NotificationConfiguration` with its queue ARNs resolved locally."""
+    configuration = properties.get("NotificationConfiguration")
+    if not configuration:
+        return None
+    arns = {logical_id: arn for logical_id, (_, arn) in queues.items()}
+    return {
+        "QueueConfigurations": [
+            {"Events": [queue["Event"]], "QueueArn": _queue_arn(queue["Queue"], arns)}
+            for queue in configuration.get("QueueConfigurations", [])
+        ]
+    }
+
+
 def create_stack(client: Callable[[str], Any], server_token: str | None = None) -> dict[str, str]:
     """Create what is missing; return the environment the functions run with.
 
@@ -53,6 +108,7 @@ def create_stack(client: Callable[[str], Any], server_token: str | None = None) 
     dynamodb = client("dynamodb")
     s3 = client("s3")
     secretsmanager = client("secretsmanager")
+    queues = _create_queues(client("sqs"))  # create_queue returns the existing queue if there is one
 
     existing_tables = set(dynamodb.list_tables().get("TableNames", []))
     for logical_id, resource in resources_of_type("AWS::DynamoDB::Table").items():
@@ -67,6 +123,9 @@ def create_stack(client: Callable[[str], Any], server_token: str | None = None) 
             versioning = resource["Properties"].get("VersioningConfiguration")
             if versioning:
                 s3.put_bucket_versioning(Bucket=name, VersioningConfiguration=versioning)
+            notifications = _notifications(resource["Properties"], queues)
+            if notifications:
+                s3.put_bucket_notification_configuration(Bucket=name, NotificationConfiguration=notifications)
 
     try:
         secret_arn = secretsmanager.describe_secret(SecretId=SERVER_TOKEN_SECRET_NAME)["ARN"]
@@ -75,11 +134,13 @@ def create_stack(client: Callable[[str], Any], server_token: str | None = None) 
             Name=SERVER_TOKEN_SECRET_NAME, SecretString=server_token or secrets.token_urlsafe(48)
         )["ARN"]
 
-    return resolve_environment({"ServerTokenSecretArn": secret_arn, **LOCAL_PARAMETERS})
+    queue_urls = {logical_id: url for logical_id, (url, _) in queues.items()}
+    return resolve_environment({"ServerTokenSecretArn": secret_arn, **LOCAL_PARAMETERS, **queue_urls})
 
 
 def resolve_environment(parameters: dict[str, str]) -> dict[str, str]:
-    """The template's Globals environment with every `Ref` resolved to a local name or parameter."""
+    """The template's Globals environment with every `Ref` resolved to a local name or parameter
+    (queues are parameters: their URL is what moto answered when they were created)."""
     resources = template()["Resources"]
     resolved = {}
     for variable, value in environment_variables().items():

@@ -6,11 +6,12 @@ so that byte budgets are measured on exactly the bytes sent.
 
 from __future__ import annotations
 
-from typing import Any, ClassVar, Final, Literal
+from typing import Any, ClassVar, Final, Generic, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from agent_knowledge import limits
+from agent_knowledge.errors import InvalidRequest
 
 CAPABILITIES_SCHEMA: Final = "bailing.agent-knowledge-capabilities.v1"
 SEARCH_SCHEMA: Final = "bailing.agent-knowledge-search.v1"
@@ -118,3 +119,24 @@ class ReadResponse(ResponseModel):
     budget_exhausted: bool
     total_content_bytes: int
     read_chain_max_bytes: int = limits.READ_CHAIN_MAX_BYTES
+
+
+RequestT = TypeVar("RequestT", bound=BaseModel)
+
+
+class ParsedBody(Generic[RequestT]):
+    """A request body parsed up front, whose error is raised only when the body is used.
+
+    The protocol checks the bearer and the route before the body (401/404 before 400), but the
+    first identity read already needs the run or reference the body names: so the body is parsed
+    first and its error kept until `get()`.
+    """
+
+    def __init__(self, model: RequestT | None, error: InvalidRequest | None) -> None:
+        self.model = model
+        self._error = error
+
+    def get(self) -> RequestT:
+        if self.model is None:
+            raise self._error or InvalidRequest()
+        return self.model

@@ -25,6 +25,16 @@ class Settings(BaseModel):
     server_token_secret_id: str = Field(min_length=1)
     # How long a run stays usable after it is created (DynamoDB TTL removes it later).
     run_ttl_seconds: int = Field(default=86_400, ge=60)
+    # The ingestion pipeline (docs/DESIGN.md §10): the bucket operators upload documents to, and the
+    # FIFO queue the ingest function hands changes to the indexer on. Only the ingest function
+    # needs them; it refuses to start without (`require_pipeline`).
+    sources_bucket: str = ""
+    index_queue_url: str = ""
+
+    def require_pipeline(self) -> None:
+        missing = [ENVIRONMENT[name] for name in ("sources_bucket", "index_queue_url") if not getattr(self, name)]
+        if missing:
+            raise ConfigurationError(f"invalid or missing environment variables: {', '.join(missing)}")
 
 
 ENVIRONMENT = {
@@ -35,6 +45,8 @@ ENVIRONMENT = {
     "bodies_bucket": "BODIES_BUCKET",
     "server_token_secret_id": "SERVER_TOKEN_SECRET_ID",
     "run_ttl_seconds": "RUN_TTL_SECONDS",
+    "sources_bucket": "SOURCES_BUCKET",
+    "index_queue_url": "INDEX_QUEUE_URL",
 }
 
 

@@ -10,10 +10,11 @@ import json
 
 import pytest
 
-from bench import budget, cold_start, ingest, memory, report, scaling, warm
+from bench import budget, cold_start, ingest, memory, pipeline, report, scaling, warm
 
 MODULES = {"cold_start": cold_start, "warm": warm, "scaling": scaling, "memory": memory, "budget": budget}
 MODULES["ingest"] = ingest
+MODULES["pipeline"] = pipeline
 
 
 @pytest.fixture(scope="module")
@@ -77,6 +78,28 @@ def test_summary_renders_every_figure(results, tmp_path):
         document = {"figure": name, "commit": "abc1234", "profile": "smoke", "result": figure(results, name)}
         (tmp_path / f"{name}.json").write_text(json.dumps(document))
     text = report.write(tmp_path, update_readme=False, plot_path=tmp_path / "plot.png")
-    for heading in ("1. Cold start", "2. Warm latency", "3. Scaling", "4. Memory", "5. Budget fill", "6. Ingest"):
+    for heading in (
+        "1. Cold start",
+        "2. Warm latency",
+        "3. Scaling",
+        "4. Memory",
+        "5. Budget fill",
+        "6. Ingest",
+        "7. Ingestion pipeline",
+    ):
         assert f"**{heading}** (abc1234" in text
     assert (tmp_path / "plot.png").stat().st_size > 0 and (tmp_path / "SUMMARY.md").exists()
+
+
+def test_pipeline_measures_freshness_bulk_and_calls(results):
+    result = figure(results, "pipeline")
+    for point in (result["small"], result["big"]):
+        assert point["put_to_searchable"]["n"] == pipeline.PROFILES["smoke"]["samples"]
+        assert point["put_to_searchable"]["p50_seconds"] > 0 and point["delete_to_gone"]["p50_seconds"] > 0
+    bulk = result["bulk"]
+    assert bulk["documents"] == pipeline.PROFILES["smoke"]["bulk"] and 1 <= bulk["generations"] <= bulk["documents"]
+    # Deterministic per-document figures: each document's source is read and its record written.
+    assert bulk["aws_calls"]["s3:GetObject"] >= bulk["documents"]
+    assert bulk["aws_calls"]["dynamodb:PutItem"] >= bulk["documents"]
+    assert bulk["cost"]["usd_per_1000_documents"]["total_without_lambda_duration"] > 0
+    assert "Ingestion pipeline" in "\n".join(report.RENDERERS["pipeline"]({"commit": "x", "result": result}))

@@ -20,6 +20,7 @@ from agent_knowledge_dev.template import function_routes
 CAPABILITIES = "/agent-api/v1/workspaces/demo/knowledge/capabilities"
 SEARCH = "/agent-api/v1/workspaces/demo/knowledge/search"
 BEARER = "local-server-bearer-0123456789abcdef"
+BODY = b'{"query":"vacation"}'  # 20 bytes
 
 
 class Functions:
@@ -171,14 +172,15 @@ def test_a_malformed_request_line_is_json_with_no_store(server, functions, reque
     assert functions.events == []
 
 
-def test_two_different_content_lengths_are_refused_with_400(server, functions) -> None:
-    body = b'{"query":"vacation"}'
-    head = (
-        f"POST {SEARCH} HTTP/1.1\r\nHost: localhost\r\nAuthorization: Bearer {BEARER}\r\n"
-        f"Content-Type: application/json\r\nContent-Length: {len(body)}\r\nContent-Length: 2\r\n\r\n"
-    )
+def post_search(*content_lengths: str) -> bytes:
+    """A search request whose body is BODY, sent with exactly the given Content-Length headers."""
+    lines = [f"POST {SEARCH} HTTP/1.1", "Host: localhost", f"Authorization: Bearer {BEARER}"]
+    lines += ["Content-Type: application/json", *(f"Content-Length: {value}" for value in content_lengths)]
+    return ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1") + BODY
 
-    answer = exchange(server, head.encode() + body)
+
+def test_two_different_content_lengths_are_refused_with_400(server, functions) -> None:
+    answer = exchange(server, post_search(str(len(BODY)), "2"))
 
     assert_json_error(answer, 400, "invalid_request")
     assert "Content-Length" in answer.json()["message"]
@@ -188,23 +190,14 @@ def test_two_different_content_lengths_are_refused_with_400(server, functions) -
 
 @pytest.mark.parametrize("value", ["+20", "2_0", "0x14", " 20 20", "-1", "20, 20"])
 def test_a_content_length_that_is_not_plain_digits_is_refused_with_400(server, functions, value) -> None:
-    body = b'{"query":"vacation"}'
-    head = f"POST {SEARCH} HTTP/1.1\r\nHost: localhost\r\nContent-Length: {value}\r\n\r\n"
-
-    answer = exchange(server, head.encode() + body)
+    answer = exchange(server, post_search(value))
 
     assert_json_error(answer, 400, "invalid_request")
     assert functions.events == []
 
 
 def test_identical_repeated_content_lengths_are_one_length(server, functions) -> None:
-    body = b'{"query":"vacation"}'
-    head = (
-        f"POST {SEARCH} HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n"
-        f"Content-Length: {len(body)}\r\nContent-Length: {len(body)}\r\n\r\n"
-    )
-
-    answer = exchange(server, head.encode() + body)
+    answer = exchange(server, post_search(str(len(BODY)), str(len(BODY))))
 
     assert answer.status == 200
-    assert functions.events[0]["body"] == body.decode()
+    assert functions.events[0]["body"] == BODY.decode()

@@ -259,7 +259,8 @@ def test_storage_failure_is_503_without_details(call, demo, monkeypatch):
     def broken(**_):
         raise EndpointConnectionError(endpoint_url="http://dynamodb.internal:8000")
 
-    monkeypatch.setattr(demo.repositories.sessions._dynamodb, "get_item", broken)
+    # The session is read in the first batch of every endpoint (with the route).
+    monkeypatch.setattr(demo.repositories.dynamodb, "batch_get_item", broken)
     result = call("capabilities", load_event(VALID))
     assert result.status == 503
     assert result.json() == {
@@ -273,7 +274,7 @@ def test_unexpected_error_is_500_with_request_id_only(call, demo, monkeypatch):
     def explode(*_, **__):
         raise RuntimeError("secret detail /var/task/app.py")
 
-    monkeypatch.setattr(demo.repositories.routes, "get", explode)
+    monkeypatch.setattr(demo.repositories.routes, "lookup", explode)
     result = call("capabilities", load_event(VALID))
     assert result.status == 500
     assert result.json() == {"error": "internal_error", "message": "internal error (request id test-request-id)"}

@@ -270,10 +270,16 @@ def test_failing_document_table_is_503(call, library, monkeypatch):
     ref = search_ref(call, "receipt")
     documents = library.repositories.documents
 
-    def throttled(**_):
-        raise ClientError({"Error": {"Code": "ProvisionedThroughputExceededException"}}, "GetItem")
+    client = library.repositories.dynamodb
+    original = client.batch_get_item
 
-    monkeypatch.setattr(documents, "_dynamodb", type("Broken", (), {"get_item": staticmethod(throttled)})())
+    def throttled(**request):
+        # The document record is read in the identity's first batch (issue 16).
+        if documents._table in request["RequestItems"]:
+            raise ClientError({"Error": {"Code": "ProvisionedThroughputExceededException"}}, "BatchGetItem")
+        return original(**request)
+
+    monkeypatch.setattr(client, "batch_get_item", throttled)
     assert error(read(call, {"ref": ref})) == (503, "knowledge_unavailable")
 
 

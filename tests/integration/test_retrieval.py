@@ -57,7 +57,8 @@ def test_a_mixed_query_scores_both_parts(stack, ingestor):
 def test_hits_carry_exact_chunk_text_and_normalized_scores(stack, ingestor):
     result = search(stack, ["kb"], "cats dogs sleep")
     (hit,) = result.documents
-    record = hit.document
+    # The hit carries the record as validation reads it (no chunk offsets): read the whole record.
+    record = stack.repositories.documents.get(hit.document.kb_id, hit.document.doc_id)
     start, end = record.chunk_offsets[hit.chunk_index]
     assert stack.repositories.bodies.read(record.body_key)[start:end].decode() == hit.chunk_text
     assert 0 < hit.score < 1

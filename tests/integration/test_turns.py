@@ -405,8 +405,8 @@ def test_public_search_and_read_refuse_the_run_while_it_is_preparing(call, libra
     original = turns.prepare_context
     seen = {}
 
-    def observe(deps, caller, run, user_input, mode):
-        context = original(deps, caller, run, user_input, mode)
+    def observe(deps, caller, run, user_input, mode, **options):
+        context = original(deps, caller, run, user_input, mode, **options)
         # Mid-preparation: the hints exist, the run is still `preparing`.
         seen["state"] = deps.repositories.runs.get(run.run_id).state
         ref = context.context.knowledge_delivery.hints[0].ref

@@ -51,7 +51,7 @@ def assert_unavailable(result) -> None:
 def expected_attempts(fault: Fault, endpoint: str) -> dict[str, int]:
     per_call = 1 if fault.name in NOT_RETRIED else MAX_ATTEMPTS
     if fault.service == "dynamodb":
-        return {"GetItem": per_call}  # the session lookup is the first call of every endpoint
+        return {"BatchGetItem": per_call}  # the first batch (session, route, ...) of every endpoint
     if endpoint == "capabilities":
         return {}  # capabilities touches neither bodies nor the signing key
     if fault.service == "s3":

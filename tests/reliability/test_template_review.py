@@ -16,9 +16,9 @@ from agent_knowledge_dev.template import load_template
 from tests.support.sam import translate_template
 
 READ_ONLY_FUNCTIONS = ("CapabilitiesFunction", "SearchFunction", "ReadFunction")
-# Verbs that only read. DescribeTable and GetBucketLocation/GetLifecycleConfiguration come with the
-# SAM read policy templates; none of them changes data.
-READ_VERB = re.compile(r"^(Get|List|Describe|Query|Scan|BatchGet)[A-Za-z]*$")
+# Verbs that only read (and no Scan: a query function reads the items it names, never a table).
+# kms:Decrypt, granted only when the secret has a customer-managed key, reads the secret's key.
+READ_VERB = re.compile(r"^(Get|List|Query|BatchGet|Decrypt)[A-Za-z]*$")
 MANAGED_POLICIES = {
     "arn:aws:iam::aws:policy/service-role/AWSLambdaBasicExecutionRole",  # its own log group
     "arn:aws:iam::aws:policy/AWSXrayWriteOnlyAccess",  # Tracing: Active
@@ -31,12 +31,19 @@ def cloudformation():
     return translate_template()
 
 
+def _policies(role: dict) -> list[dict]:
+    """The role's inline policies; a conditional one (`Fn::If`) counts with its policy branch."""
+    policies = []
+    for policy in role["Properties"].get("Policies", []):
+        if "Fn::If" in policy:
+            policies.extend(b for b in policy["Fn::If"][1:] if b != {"Ref": "AWS::NoValue"})
+        else:
+            policies.append(policy)
+    return policies
+
+
 def _statements(role: dict) -> list[dict]:
-    return [
-        statement
-        for policy in role["Properties"].get("Policies", [])
-        for statement in policy["PolicyDocument"]["Statement"]
-    ]
+    return [statement for policy in _policies(role) for statement in policy["PolicyDocument"]["Statement"]]
 
 
 def _listed(value) -> list:
@@ -68,14 +75,23 @@ def test_the_protocol_functions_can_only_read(cloudformation, function):
     assert actions
     for action in actions:
         service, verb = action.split(":", 1)
-        assert service in {"dynamodb", "s3", "secretsmanager"}, action
+        assert service in {"dynamodb", "s3", "secretsmanager", "kms"}, action
         assert READ_VERB.match(verb), action
 
 
-def test_the_bucket_denies_every_request_without_tls(cloudformation):
+BUCKETS = ("BodiesBucket", "SourcesBucket")
+
+
+@pytest.mark.parametrize("bucket", BUCKETS)
+def test_each_bucket_denies_every_request_without_tls(cloudformation, bucket):
     resources = cloudformation["Resources"]
-    (policy,) = [r for r in resources.values() if r["Type"] == "AWS::S3::BucketPolicy"]
-    assert policy["Properties"]["Bucket"] == {"Ref": "BodiesBucket"}
+    buckets = {r["Properties"]["Bucket"]["Ref"] for r in resources.values() if r["Type"] == "AWS::S3::BucketPolicy"}
+    assert buckets == set(BUCKETS)
+    (policy,) = [
+        r
+        for r in resources.values()
+        if r["Type"] == "AWS::S3::BucketPolicy" and r["Properties"]["Bucket"] == {"Ref": bucket}
+    ]
     denials = [
         s
         for s in policy["Properties"]["PolicyDocument"]["Statement"]
@@ -85,7 +101,7 @@ def test_the_bucket_denies_every_request_without_tls(cloudformation):
     (deny,) = denials
     assert deny["Principal"] == "*" and deny["Action"] == "s3:*"
     # The bucket itself and every object in it.
-    assert deny["Resource"] == [{"Fn::GetAtt": ["BodiesBucket", "Arn"]}, {"Fn::Sub": "${BodiesBucket.Arn}/*"}]
+    assert deny["Resource"] == [{"Fn::GetAtt": [bucket, "Arn"]}, {"Fn::Sub": f"${{{bucket}.Arn}}/*"}]
 
 
 def test_tables_and_bucket_are_encrypted_at_rest_and_the_bucket_is_private(cloudformation):
@@ -93,11 +109,13 @@ def test_tables_and_bucket_are_encrypted_at_rest_and_the_bucket_is_private(cloud
     tables = [r for r in resources.values() if r["Type"] == "AWS::DynamoDB::Table"]
     assert len(tables) >= 4
     assert all(t["Properties"]["SSESpecification"]["SSEEnabled"] is True for t in tables)
-    (bucket,) = [r for r in resources.values() if r["Type"] == "AWS::S3::Bucket"]
-    rules = bucket["Properties"]["BucketEncryption"]["ServerSideEncryptionConfiguration"]
-    assert rules[0]["ServerSideEncryptionByDefault"]["SSEAlgorithm"] in {"AES256", "aws:kms"}
-    assert set(bucket["Properties"]["PublicAccessBlockConfiguration"].values()) == {True}
-    assert bucket["Properties"]["OwnershipControls"]["Rules"] == [{"ObjectOwnership": "BucketOwnerEnforced"}]
+    buckets = {name: r for name, r in resources.items() if r["Type"] == "AWS::S3::Bucket"}
+    assert set(buckets) == set(BUCKETS)
+    for bucket in buckets.values():
+        rules = bucket["Properties"]["BucketEncryption"]["ServerSideEncryptionConfiguration"]
+        assert rules[0]["ServerSideEncryptionByDefault"]["SSEAlgorithm"] in {"AES256", "aws:kms"}
+        assert set(bucket["Properties"]["PublicAccessBlockConfiguration"].values()) == {True}
+        assert bucket["Properties"]["OwnershipControls"]["Rules"] == [{"ObjectOwnership": "BucketOwnerEnforced"}]
 
 
 def test_the_api_is_throttled_and_the_limits_are_documented(cloudformation):
@@ -127,11 +145,21 @@ def _worst_case_seconds(config) -> float:
     return attempts * (config.connect_timeout + config.read_timeout) + backoff
 
 
-@pytest.mark.parametrize("service", ["dynamodb", "s3", "secretsmanager"])
-def test_one_aws_call_gives_up_before_the_function_times_out(service):
+@pytest.fixture
+def own_aws_clients(monkeypatch: pytest.MonkeyPatch):
+    """The layer's client factory with a botocore session of this test's own, dropped afterwards:
+    a session created here, before moto is imported, would never route later tests' calls to moto."""
     from agent_knowledge.repositories import aws
 
-    config = aws.client(service).meta.config
+    monkeypatch.setattr(aws, "_session", None)
+    aws.reset_clients()
+    yield aws
+    aws.reset_clients()
+
+
+@pytest.mark.parametrize("service", ["dynamodb", "s3", "secretsmanager"])
+def test_one_aws_call_gives_up_before_the_function_times_out(service, own_aws_clients):
+    config = own_aws_clients.client(service).meta.config
     assert config.retries["mode"] == "standard"
     assert config.retries["total_max_attempts"] == 3
     document = load_template()

@@ -71,38 +71,99 @@ def test_storage_is_encrypted_recoverable_and_private():
             assert properties["BucketEncryption"]["ServerSideEncryptionConfiguration"]
 
 
-def test_functions_only_get_read_access_and_no_wildcard_allow():
+QUERY_FUNCTIONS = ("CapabilitiesFunction", "SearchFunction", "ReadFunction", "TurnsFunction", "CompleteRunFunction")
+WRITE_VERBS = ("Put", "Update", "Delete", "BatchWrite", "Create")
+
+
+def _allow_statements(function: str) -> list[dict]:
+    """The function's IAM statements (both branches of a conditional policy), written out in full."""
+    statements = []
+    for policy in load_template()["Resources"][function]["Properties"]["Policies"]:
+        if "Fn::If" in policy:
+            branches = [b for b in policy["Fn::If"][1:] if b != {"Ref": "AWS::NoValue"}]
+        else:
+            branches = [policy]
+        for branch in branches:
+            # Plain statements only: SAM policy templates grant more than the functions use.
+            assert set(branch) == {"Statement"}, (function, branch)
+            statements.extend(branch["Statement"])
+    return statements
+
+
+def _resources(statement: dict) -> list:
+    resource = statement["Resource"]
+    return resource if isinstance(resource, list) else [resource]
+
+
+def test_query_functions_never_scan_and_never_use_wildcards():
+    for function in QUERY_FUNCTIONS:
+        for statement in _allow_statements(function):
+            assert statement["Effect"] == "Allow"
+            for action in statement["Action"]:
+                assert "*" not in action and action != "dynamodb:Scan", (function, action)
+            assert "*" not in _resources(statement), function
+
+
+def test_only_the_turn_functions_write_and_only_the_runs_table():
+    for function in QUERY_FUNCTIONS:
+        writes = [
+            statement
+            for statement in _allow_statements(function)
+            if any(action.split(":")[1].startswith(WRITE_VERBS) for action in statement["Action"])
+        ]
+        if function in {"TurnsFunction", "CompleteRunFunction"}:
+            assert writes and all(s["Resource"] == {"Fn::GetAtt": ["RunsTable", "Arn"]} for s in writes), function
+        else:
+            assert writes == [], function
+    (complete,) = [
+        s for s in _allow_statements("CompleteRunFunction") if s["Resource"] == {"Fn::GetAtt": ["RunsTable", "Arn"]}
+    ]
+    assert "dynamodb:DeleteItem" not in complete["Action"]
+
+
+def test_s3_grants_name_the_key_prefixes_the_code_writes():
+    from agent_knowledge.repositories.bodies import body_key
+    from agent_knowledge.retrieval.layout import IndexFile, file_key, manifest_key
+
+    prefixes = {
+        "SearchFunction": {"indexes/"},
+        "ReadFunction": {"bodies/"},
+        "TurnsFunction": {"indexes/", "bodies/"},
+    }
+    assert body_key("kb", "doc", "rev").startswith("bodies/")
+    assert manifest_key("kb", 1).startswith("indexes/")
+    assert file_key("kb", f"{'0' * 32}.idx", IndexFile(sha256="a" * 64, size=1)).startswith("indexes/")
+    for function, expected in prefixes.items():
+        objects = [
+            r["Fn::Sub"] for s in _allow_statements(function) if "s3:GetObject" in s["Action"] for r in _resources(s)
+        ]
+        assert {o.removeprefix("${BodiesBucket.Arn}/").removesuffix("*") for o in objects} == expected, function
+
+
+def test_the_secret_key_may_be_decrypted_only_through_secrets_manager_and_only_when_configured():
     document = load_template()
-    for name, resource in document["Resources"].items():
-        if resource["Type"] != "AWS::Serverless::Function":
+    assert document["Parameters"]["ServerTokenKmsKeyArn"]["Default"] == ""
+    for function in QUERY_FUNCTIONS:
+        secret_readers = [s for s in _allow_statements(function) if "secretsmanager:GetSecretValue" in s["Action"]]
+        conditional = [p["Fn::If"] for p in document["Resources"][function]["Properties"]["Policies"] if "Fn::If" in p]
+        if not secret_readers:
+            assert conditional == [], function
             continue
-        if name in {"CapabilitiesFunction", "SearchFunction", "ReadFunction"}:
-            for policy in resource["Properties"]["Policies"]:
-                (template_name,) = policy
-                assert template_name in {"DynamoDBReadPolicy", "S3ReadPolicy", "AWSSecretsManagerGetSecretValuePolicy"}
-
-
-def test_turn_functions_write_only_the_runs_table():
-    document = load_template()
-    for name in ("TurnsFunction", "CompleteRunFunction"):
-        policies = document["Resources"][name]["Properties"]["Policies"]
-        writes = [p for p in policies if "DynamoDBCrudPolicy" in p]
-        assert writes == [{"DynamoDBCrudPolicy": {"TableName": {"Ref": "RunsTable"}}}], name
-        for policy in policies:
-            (template_name,) = policy
-            assert template_name in {
-                "DynamoDBReadPolicy",
-                "DynamoDBCrudPolicy",
-                "S3ReadPolicy",
-                "AWSSecretsManagerGetSecretValuePolicy",
-            }
+        (branches,) = conditional
+        assert branches[0] == "HasServerTokenKmsKey" and branches[2] == {"Ref": "AWS::NoValue"}
+        (kms,) = branches[1]["Statement"]
+        assert kms["Action"] == ["kms:Decrypt"] and kms["Resource"] == {"Ref": "ServerTokenKmsKeyArn"}
+        assert kms["Condition"] == {
+            "StringEquals": {"kms:ViaService": {"Fn::Sub": "secretsmanager.${AWS::Region}.amazonaws.com"}}
+        }
 
 
 def test_every_function_has_a_log_group_with_retention():
     document = load_template()
     functions = {n for n, r in document["Resources"].items() if r["Type"] == "AWS::Serverless::Function"}
     groups = [r for r in document["Resources"].values() if r["Type"] == "AWS::Logs::LogGroup"]
-    covered = {g["Properties"]["LogGroupName"]["Fn::Sub"].rsplit("${", 1)[1].rstrip("}") for g in groups}
+    named = [g for g in groups if "LogGroupName" in g["Properties"]]
+    covered = {g["Properties"]["LogGroupName"]["Fn::Sub"].rsplit("${", 1)[1].rstrip("}") for g in named}
     assert functions <= covered
     assert all(g["Properties"]["RetentionInDays"] == {"Ref": "LogRetentionDays"} for g in groups)
 

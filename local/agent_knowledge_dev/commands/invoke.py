@@ -17,8 +17,10 @@ from agent_knowledge_dev.console import CliError, note, print_json
 
 
 def _arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("function", metavar="FUNCTION", help="capabilities, search or read")
-    parser.add_argument("event", metavar="EVENT.json", type=Path, help="an API Gateway HTTP API v2 event")
+    parser.add_argument("function", metavar="FUNCTION", help="capabilities, search, read, turns, ingest, indexer, ...")
+    parser.add_argument(
+        "event", metavar="EVENT.json", type=Path, help="an HTTP API v2 event, or an SQS event (ingest, indexer)"
+    )
 
 
 def read_event(path: Path) -> dict[str, Any]:

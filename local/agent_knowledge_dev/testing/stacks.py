@@ -81,9 +81,11 @@ class MotoServerStack:
 
 
 @contextmanager
-def moto_server_stack(seed: bool = True) -> Iterator[MotoServerStack]:
+def moto_server_stack(seed: bool = True, pipeline: bool = True) -> Iterator[MotoServerStack]:
     """A moto server on loopback with the template's stack (and the demo workspace and sample
-    documents when `seed`); this process is pointed at it for good (run it in its own process)."""
+    documents when `seed`); this process is pointed at it for good (run it in its own process).
+    With `pipeline`, objects put in the sources bucket are ingested and indexed as on AWS
+    (`agent_knowledge_dev.event_sources`: S3 events and event source mappings, in this process)."""
     from moto.server import ThreadedMotoServer
 
     from agent_knowledge.repositories import aws, default_repositories
@@ -107,6 +109,15 @@ def moto_server_stack(seed: bool = True) -> Iterator[MotoServerStack]:
         if seed:
             seed_demo(default_repositories())
             stack.documents = seed_sample_documents(default_repositories())
-        yield stack
+        runner = None
+        if pipeline:
+            from agent_knowledge_dev.event_sources import start_local_pipeline
+
+            runner = start_local_pipeline()
+        try:
+            yield stack
+        finally:
+            if runner is not None:
+                runner.stop()
     finally:
         stack.stop_moto()

@@ -1,4 +1,4 @@
-"""Identity revalidation, run on every call (docs/DESIGN.md §2), failing closed.
+"""Identity revalidation, run on every call (docs/DESIGN.md §2), failing closed, with the scope.
 
 1. token hash → session; not revoked, not expired; access token not expired   → else 401
 2. the session's client exists and is enabled                                   → else 404
@@ -12,12 +12,24 @@ Every 404 is the same `workspace_not_found`, whether or not the route exists.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from agent_knowledge.errors import Unauthorized, WorkspaceNotFound
 from agent_knowledge.identity.audience import admits
-from agent_knowledge.records import ClientRecord, Principal, RouteRecord, SessionRecord
+from agent_knowledge.identity.scope import Scope, source_kb_ids
+from agent_knowledge.records import (
+    ClientRecord,
+    DocumentRecord,
+    KnowledgeConfig,
+    Principal,
+    RouteRecord,
+    RunRecord,
+    SessionRecord,
+    TaskRecord,
+)
 from agent_knowledge.repositories import Repositories
+from agent_knowledge.repositories.batch import batch_get
 
 # RFC 6750 b64token, bounded so a huge header cannot cost a hash and a lookup.
 _BEARER = re.compile(r"Bearer +([A-Za-z0-9\-._~+/]{16,512}=*) *", re.IGNORECASE)
@@ -58,9 +70,8 @@ def bearer_token(authorization: str | None) -> str:
     return match.group(1)
 
 
-def revalidate(repositories: Repositories, authorization: str | None, route: str, now: float) -> Caller:
-    token = bearer_token(authorization)
-    session = repositories.sessions.get_by_token(token)
+def check_session(session: SessionRecord | None, now: float) -> SessionRecord:
+    """Step 1: the bearer's session exists, is not revoked and has not expired (else 401)."""
     if session is None:
         raise Unauthorized("unknown bearer token")
     if session.revoked:
@@ -69,17 +80,98 @@ def revalidate(repositories: Repositories, authorization: str | None, route: str
         session.access_token_expires_at is not None and session.access_token_expires_at <= now
     ):
         raise Unauthorized("the session has expired")
+    return session
 
-    if not _ROUTE.fullmatch(route):
+
+def valid_route_name(route: str) -> bool:
+    return _ROUTE.fullmatch(route) is not None
+
+
+def check_access(
+    session: SessionRecord, client: ClientRecord | None, route: str, route_record: RouteRecord | None
+) -> Caller:
+    """Steps 2-5: client, allowed routes, route, audience (else the same 404)."""
+    if not valid_route_name(route):
         raise WorkspaceNotFound()
-    client = repositories.clients.get(session.client_app_id)
     if client is None or not client.enabled:
         raise WorkspaceNotFound()
     if route not in client.allowed_routes or route not in session.allowed_routes:
         raise WorkspaceNotFound()
-    route_record = repositories.routes.get(route)
     if route_record is None or not route_record.enabled or not route_record.agent_client.enabled:
         raise WorkspaceNotFound()
     if not admits(route_record.audience, client.client_app_id, session.principal):
         raise WorkspaceNotFound()
     return Caller(session=session, client=client, route=route_record)
+
+
+@dataclass(frozen=True)
+class Workspace:
+    """The caller as revalidated just now, the route's scope, and the records read alongside."""
+
+    caller: Caller
+    scope: Scope
+    run: RunRecord | None = None  # the run the request names (not yet authorized)
+    task: TaskRecord | None = None  # that run's managed task, or the task a turn binds to
+    document: DocumentRecord | None = None  # the document a read's reference names (not yet checked)
+
+
+def open_workspace(
+    repositories: Repositories,
+    authorization: str | None,
+    route: str,
+    now: float,
+    *,
+    run_id: str | None = None,
+    task_id: str | None = None,
+    document: tuple[str, str] | None = None,
+    after_session: Callable[[SessionRecord, DocumentRecord | None], None] | None = None,
+) -> Workspace:
+    """Revalidate the caller (docs/DESIGN.md §2) and read the route's scope (§3) in two round trips.
+
+    1. {session by token hash, route, the run, the task, the document} — none depends on another;
+    2. {the session's client, the route's knowledge bases, the run's task} — they need round 1.
+    The checks run in the protocol's order on the fresh records, so the same check fails as if the
+    records had been read one by one; only when they are read changed. `after_session` runs once
+    the session is known valid, before round 2 (a read starts its body fetch there).
+    """
+    token = bearer_token(authorization)
+    route_lookup = repositories.routes.lookup(route) if valid_route_name(route) else None
+    session, route_record, run, task, document_record = batch_get(
+        repositories.dynamodb,
+        [
+            repositories.sessions.lookup_by_token(token),
+            route_lookup,
+            repositories.runs.lookup(run_id) if run_id else None,
+            repositories.tasks.lookup(task_id) if task_id else None,
+            repositories.documents.lookup(*document) if document else None,
+        ],
+    )
+    session = check_session(session, now)
+    if after_session is not None:
+        after_session(session, document_record)
+
+    config = route_record.knowledge if route_record is not None else KnowledgeConfig()
+    kb_ids = source_kb_ids(config)
+    run_task_id = run.task_id if run is not None and task_id is None else None
+    client, run_task, *kbs = batch_get(
+        repositories.dynamodb,
+        [
+            repositories.clients.lookup(session.client_app_id),
+            repositories.tasks.lookup(run_task_id) if run_task_id else None,
+            *(repositories.knowledge_bases.lookup(kb_id) for kb_id in kb_ids),
+        ],
+    )
+    caller = check_access(session, client, route, route_record)
+    knowledge_bases = {kb.kb_id: kb for kb in kbs if kb is not None}
+    return Workspace(
+        caller=caller,
+        scope=Scope(config, knowledge_bases),
+        run=run,
+        task=task if task_id else run_task,
+        document=document_record,
+    )
+
+
+def revalidate(repositories: Repositories, authorization: str | None, route: str, now: float) -> Caller:
+    """The caller alone (the scope is read alongside at no extra round trip)."""
+    return open_workspace(repositories, authorization, route, now).caller

@@ -1,16 +1,23 @@
-"""Put, delete and list a knowledge base's documents; update or rebuild its index.
+"""Put, delete and list a knowledge base's documents; publish their changes to the index.
 
 A put validates and prepares everything first (`document_content`), so bad input changes
-nothing stored. Then: the body goes to S3 under a key immutable per revision, and the
-metadata record switches to it with a conditional write on the revision it replaces, so two
-writers of one document never overwrite each other blindly. A new document is first
-recorded as `pending`; if its body cannot be stored it is marked `error` with a reason.
-`put` is thread-safe (no shared mutable state; boto3 clients are thread-safe).
+nothing stored. Then the body goes to S3 under a key unique to this write, and the metadata
+record switches to it with a conditional write on the exact version it replaces (its
+`write_id`), so two writers of one document never overwrite each other blindly, and a body is
+only ever deleted by the write that replaced it. Removing a replaced body is best effort (an
+orphan costs storage, never correctness). Every change marks the record pending until a
+published index generation includes it (`ingest.indexing`); a retried put of unchanged content
+re-indexes if that never happened, and re-uploads the body if it is missing.
+
+Changes that come from the sources bucket carry the S3 event's sequencer (`SourceVersion`): an
+event older than the one that last set the record is `stale` and changes nothing, and a delete
+leaves a tombstone (status `deleted`, removed by DynamoDB TTL) so a late, older event cannot
+resurrect the document. `put` is thread-safe (no shared mutable state; clients are thread-safe).
 """
 
 from __future__ import annotations
 
-from collections.abc import Collection
+import uuid
 from dataclasses import dataclass
 from typing import Literal
 
@@ -25,16 +32,45 @@ from agent_knowledge.ingest.content import (
 from agent_knowledge.ingest.index_chunks import RecentChunks
 from agent_knowledge.ingest.index_rebuild import rebuild_kb_index
 from agent_knowledge.ingest.index_update import update_kb_index
-from agent_knowledge.records import DocumentRecord
+from agent_knowledge.ingest.indexing import clear_marks, marked_records, publish_pending
+from agent_knowledge.records import DocumentRecord, KnowledgeBaseRecord
 from agent_knowledge.repositories import Repositories
 from agent_knowledge.repositories.bodies import body_key
 from agent_knowledge.repositories.documents import document_id
 from agent_knowledge.runtime.clock import Clock, system_clock
+from agent_knowledge.runtime.observability import logger
 
-__all__ = ["MAX_BODY_BYTES", "MEDIA_TYPES", "IngestError", "IngestOutcome", "IngestResult", "Ingestor"]
+__all__ = [
+    "MAX_BODY_BYTES",
+    "MEDIA_TYPES",
+    "IngestError",
+    "IngestOutcome",
+    "IngestResult",
+    "Ingestor",
+    "SourceVersion",
+]
 
-IngestOutcome = Literal["created", "updated", "skipped"]
+IngestOutcome = Literal["created", "updated", "skipped", "deleted", "failed", "stale"]
 MAX_WRITE_ATTEMPTS = 10
+# A tombstone must outlive any event that could still arrive for the document: an S3 event waits
+# at most the source queue's retention plus its dead-letter queue's (14 + 14 days, template.yaml).
+TOMBSTONE_TTL_SECONDS = 30 * 86_400
+
+
+@dataclass(frozen=True)
+class SourceVersion:
+    """The S3 object version an event is about, and the event's place in the key's order."""
+
+    sequencer: str
+    version_id: str | None = None
+
+    def is_newer_than(self, record: DocumentRecord) -> bool:
+        """S3 orders the events of one key by `sequencer`: hex strings compared after padding the
+        shorter with leading zeros. A record no event has set yet is older than any event."""
+        if not record.source_sequencer:
+            return True
+        width = max(len(self.sequencer), len(record.source_sequencer))
+        return self.sequencer.upper().zfill(width) > record.source_sequencer.upper().zfill(width)
 
 
 @dataclass(frozen=True)
@@ -43,9 +79,26 @@ class IngestResult:
     document: DocumentRecord
 
 
-def _record(
-    kb_id: str, source_key: str, prepared: PreparedDocument, *, created_at: int, updated_at: int
-) -> DocumentRecord:
+def _write_id() -> str:
+    return uuid.uuid4().hex
+
+
+def _source_fields(source: SourceVersion | None, existing: DocumentRecord | None) -> dict[str, str | None]:
+    """The event that set the record; a direct (API/CLI) write keeps the last event's, so a late
+    older event is still recognised as older."""
+    if source is not None:
+        return {"source_sequencer": source.sequencer, "source_version_id": source.version_id}
+    if existing is not None:
+        return {"source_sequencer": existing.source_sequencer, "source_version_id": existing.source_version_id}
+    return {"source_sequencer": None, "source_version_id": None}
+
+
+def _was_indexable(record: DocumentRecord) -> bool:
+    """Whether the index may hold (or be about to hold) this record: its removal must be published."""
+    return record.status == "ready" or record.index_pending_since is not None
+
+
+def _record(kb_id: str, source_key: str, prepared: PreparedDocument, *, now: float, write_id: str) -> DocumentRecord:
     doc_id = document_id(source_key)
     return DocumentRecord(
         kb_id=kb_id,
@@ -57,12 +110,36 @@ def _record(
         title_sha256=prepared.title_sha256,
         body_sha256=prepared.body_sha256,
         body_bytes=len(prepared.body_bytes),
-        body_key=body_key(kb_id, doc_id, prepared.revision),
+        body_key=body_key(kb_id, doc_id, prepared.revision, write_id),
         chunk_count=len(prepared.chunks),
         chunk_digests=prepared.chunk_digests,
         chunk_offsets=prepared.chunk_offsets,
-        created_at=created_at,
-        updated_at=updated_at,
+        created_at=int(now),
+        updated_at=int(now),
+        write_id=write_id,
+        index_pending_since=now,
+    )
+
+
+def _bodiless(kb_id: str, source_key: str, existing: DocumentRecord | None, now: float) -> DocumentRecord:
+    """A record with no body (failed or deleted), keeping what a listing shows of the old one."""
+    if existing is not None:
+        return existing.model_copy(
+            update={"body_key": "", "body_etag": "", "chunk_digests": [], "chunk_offsets": [], "updated_at": int(now)}
+        )
+    return DocumentRecord(
+        kb_id=kb_id,
+        doc_id=document_id(source_key),
+        source_key=source_key,
+        title=source_key,
+        status="error",
+        revision="",
+        title_sha256="",
+        body_sha256="",
+        body_bytes=0,
+        body_key="",
+        created_at=int(now),
+        updated_at=int(now),
     )
 
 
@@ -73,16 +150,19 @@ class Ingestor:
         # Chunk texts of documents this ingestor just stored: a rebuild after a bulk load then
         # need not read every body back from S3.
         self._recent = RecentChunks()
-        self._known_kbs: set[str] = set()
+        self._known_kbs: dict[str, KnowledgeBaseRecord] = {}
 
-    def _require_kb(self, kb_id: str) -> None:
+    def knowledge_base(self, kb_id: str) -> KnowledgeBaseRecord:
         # KBs are created by administrators and practically never deleted: once seen, a KB is not
         # looked up again by this ingestor (a bulk load would otherwise read it once per document).
-        if kb_id in self._known_kbs:
-            return
-        if not kb_id or self._repositories.knowledge_bases.get(kb_id) is None:
+        known = self._known_kbs.get(kb_id)
+        if known is not None:
+            return known
+        kb = self._repositories.knowledge_bases.get(kb_id) if kb_id else None
+        if kb is None:
             raise IngestError(f"knowledge base {kb_id!r} does not exist")
-        self._known_kbs.add(kb_id)
+        self._known_kbs[kb_id] = kb
+        return kb
 
     def put(
         self,
@@ -93,73 +173,179 @@ class Ingestor:
         *,
         media_type: str = "text/markdown",
         rebuild_index: bool = True,
+        source: SourceVersion | None = None,
     ) -> IngestResult:
+        """Store the document; with `rebuild_index`, publish its change to the index before returning."""
         if not source_key:
             raise IngestError("source key must not be empty")
         # title=None: found in the document, else derived from the source key (ingest/titles.py).
         prepared = prepare_document(title, content, media_type, source_key)
-        self._require_kb(kb_id)
-        result = self._store(kb_id, source_key, prepared)
-        if rebuild_index and result.outcome != "skipped":
-            self.update_index(kb_id, [result.document.doc_id])
+        self.knowledge_base(kb_id)
+        result = self._store(kb_id, source_key, prepared, source)
+        if rebuild_index and result.document.index_pending_since is not None:
+            publish_pending(self._repositories, kb_id, [result.document.doc_id], update_kb_index)
+            current = self._repositories.documents.get(kb_id, result.document.doc_id)
+            result = IngestResult(result.outcome, current or result.document)
         return result
 
-    def _store(self, kb_id: str, source_key: str, prepared: PreparedDocument) -> IngestResult:
+    def _discard(self, key: str) -> None:
+        """Remove a body no record points to any more. Best effort: the change it belonged to has
+        landed, so a failure here is logged (an orphaned object), never reported as failure."""
+        if not key:
+            return
+        try:
+            self._repositories.bodies.delete(key)
+        except KnowledgeError as exc:
+            logger.warning("replaced body not deleted", extra={"body_key": key, "error": type(exc).__name__})
+
+    def _store(
+        self, kb_id: str, source_key: str, prepared: PreparedDocument, source: SourceVersion | None
+    ) -> IngestResult:
         documents, bodies = self._repositories.documents, self._repositories.bodies
         for _ in range(MAX_WRITE_ATTEMPTS):
-            now = int(self._clock())
-            record = _record(kb_id, source_key, prepared, created_at=now, updated_at=now)
-            # Try to create first (the common case in a bulk load: one write, no read). The pending
-            # record leaves out the chunk lists: they matter only once it is ready.
-            pending = record.model_copy(update={"chunk_digests": [], "chunk_offsets": []})
+            now = self._clock()
+            record = _record(kb_id, source_key, prepared, now=now, write_id=_write_id())
+            # Try to create first (the common case in a bulk load: one write, no read). The
+            # placeholder leaves out the chunk lists and the pending mark: nothing to index yet.
+            placeholder = record.model_copy(
+                update={
+                    "chunk_digests": [],
+                    "chunk_offsets": [],
+                    "index_pending_since": None,
+                    **_source_fields(source, None),
+                }
+            )
             existing = None
-            if not documents.put(pending, only_if_new=True):
+            if not documents.replace(placeholder, expected=None):
                 existing = documents.get(kb_id, record.doc_id)
                 if existing is None:
                     continue  # deleted meanwhile: start over
-                if existing.revision == prepared.revision and existing.status == "ready":
-                    return IngestResult("skipped", existing)
-                record = record.model_copy(update={"created_at": existing.created_at})
+                if source is not None and not source.is_newer_than(existing):
+                    return IngestResult("stale", existing)
+                if existing.status == "ready" and existing.revision == prepared.revision:
+                    kept = self._keep(existing, prepared, source)
+                    if kept is None:
+                        continue
+                    return kept
+                if existing.status != "deleted":
+                    record = record.model_copy(update={"created_at": existing.created_at})
+            record = record.model_copy(update=_source_fields(source, existing))
             try:
                 stored = bodies.put(record.body_key, prepared.body_bytes, prepared.body_sha256)
             except KnowledgeError:
                 if existing is None:
-                    failed = pending.model_copy(update={"status": "error", "error_reason": "body storage failed"})
-                    documents.put(failed, only_if_revision=record.revision)
+                    failed = placeholder.model_copy(update={"status": "error", "error_reason": "body storage failed"})
+                    documents.replace(failed, expected=placeholder)
                 raise
             ready = record.model_copy(update={"status": "ready", "body_etag": stored.etag})
-            replaced = existing.revision if existing else record.revision
-            if not documents.put(ready, only_if_revision=replaced):
-                continue  # another writer changed the document meanwhile: retry on top of its version
-            if existing and existing.body_key != ready.body_key:
+            if not documents.replace(ready, expected=existing or placeholder):
+                self._discard(ready.body_key)  # another writer changed the document: retry on top of it
+                continue
+            if existing is not None:
                 # Readers holding the old record get "changed, search again" rather than old text.
-                bodies.delete(existing.body_key)
+                self._discard(existing.body_key)
             self._recent.remember(ready, [chunk.text for chunk in prepared.chunks])
-            return IngestResult("created" if existing is None else "updated", ready)
+            created = existing is None or existing.status == "deleted"
+            return IngestResult("created" if created else "updated", ready)
+        raise KnowledgeUnavailable("the document is being changed concurrently; try again")
+
+    def _keep(
+        self, existing: DocumentRecord, prepared: PreparedDocument, source: SourceVersion | None
+    ) -> IngestResult | None:
+        """Same content as stored. Skipped if its body is there; otherwise the body is uploaded
+        again under a new key. A newer event's sequencer is recorded. None: lost a race, retry."""
+        documents = self._repositories.documents
+        if self._repositories.bodies.exists(existing.body_key, existing.body_etag or None):
+            if source is None:
+                return IngestResult("skipped", existing)
+            touched = existing.model_copy(update={"write_id": _write_id(), **_source_fields(source, existing)})
+            return IngestResult("skipped", touched) if documents.replace(touched, expected=existing) else None
+        write_id = _write_id()
+        key = body_key(existing.kb_id, existing.doc_id, existing.revision, write_id)
+        stored = self._repositories.bodies.put(key, prepared.body_bytes, prepared.body_sha256)
+        repaired = existing.model_copy(
+            update={
+                "write_id": write_id,
+                "body_key": key,
+                "body_etag": stored.etag,
+                "updated_at": int(self._clock()),
+                **_source_fields(source, existing),
+            }
+        )
+        if not documents.replace(repaired, expected=existing):
+            self._discard(key)
+            return None
+        logger.warning("missing body stored again", extra={"kb_id": existing.kb_id, "doc_id": existing.doc_id})
+        self._recent.remember(repaired, [chunk.text for chunk in prepared.chunks])
+        return IngestResult("updated", repaired)
+
+    def fail(self, kb_id: str, source_key: str, reason: str, source: SourceVersion | None = None) -> IngestResult:
+        """Record that the source could not be ingested: the document is `error` with the reason,
+        no longer served, and its removal from the index is pending if it was indexed."""
+        return self._replace_bodiless(kb_id, source_key, source, status="error", reason=reason)
+
+    def remove(self, kb_id: str, source_key: str, source: SourceVersion) -> IngestResult:
+        """Delete the document as of the event `source`: a tombstone that rejects older events."""
+        return self._replace_bodiless(kb_id, source_key, source, status="deleted", reason=None)
+
+    def _replace_bodiless(
+        self,
+        kb_id: str,
+        source_key: str,
+        source: SourceVersion | None,
+        *,
+        status: Literal["error", "deleted"],
+        reason: str | None,
+    ) -> IngestResult:
+        documents = self._repositories.documents
+        doc_id = document_id(source_key)
+        for _ in range(MAX_WRITE_ATTEMPTS):
+            existing = documents.get(kb_id, doc_id)
+            if existing is not None and source is not None and not source.is_newer_than(existing):
+                return IngestResult("stale", existing)
+            now = self._clock()
+            pending = None
+            if existing is not None and _was_indexable(existing):
+                pending = existing.index_pending_since or now
+            record = _bodiless(kb_id, source_key, existing, now).model_copy(
+                update={
+                    "status": status,
+                    "error_reason": reason,
+                    "write_id": _write_id(),
+                    "index_pending_since": pending,
+                    "ttl": int(now) + TOMBSTONE_TTL_SECONDS if status == "deleted" else None,
+                    **_source_fields(source, existing),
+                }
+            )
+            if documents.replace(record, expected=existing):
+                if existing is not None:
+                    self._discard(existing.body_key)
+                return IngestResult("deleted" if status == "deleted" else "failed", record)
         raise KnowledgeUnavailable("the document is being changed concurrently; try again")
 
     def delete(self, kb_id: str, source_key: str, *, rebuild_index: bool = True) -> bool:
-        self._require_kb(kb_id)
+        """Delete the document's record and body now (the admin path; the sources bucket path
+        leaves a tombstone instead, see `remove`)."""
+        self.knowledge_base(kb_id)
         doc_id = document_id(source_key)
         existing = self._repositories.documents.get(kb_id, doc_id)
-        if existing is None:
+        if existing is None or existing.status == "deleted":
             return False
         deleted = self._repositories.documents.delete(kb_id, doc_id)
-        self._repositories.bodies.delete(existing.body_key)
-        if rebuild_index:
-            self.update_index(kb_id, [doc_id])
+        self._discard(existing.body_key)
+        if rebuild_index:  # an incremental update: only this document's chunks leave the index
+            update_kb_index(self._repositories, kb_id, [doc_id], known=self._recent)
         return deleted
 
     def list(self, kb_id: str) -> list[DocumentRecord]:
-        self._require_kb(kb_id)
-        return list(self._repositories.documents.list(kb_id))
-
-    def update_index(self, kb_id: str, doc_ids: Collection[str]) -> int:
-        """Apply these documents' current records to the KB's index (incremental); returns the generation."""
-        self._require_kb(kb_id)
-        return update_kb_index(self._repositories, kb_id, doc_ids, known=self._recent)
+        self.knowledge_base(kb_id)
+        return [record for record in self._repositories.documents.list(kb_id) if record.status != "deleted"]
 
     def rebuild_index(self, kb_id: str) -> int:
-        """Build and upload the KB's index in full from its ready documents; returns the new generation."""
-        self._require_kb(kb_id)
-        return rebuild_kb_index(self._repositories, kb_id, known=self._recent)
+        """Build and upload the KB's index from its ready documents; returns the new generation.
+        Every change pending before the rebuild is in it, so their marks are cleared."""
+        self.knowledge_base(kb_id)
+        marked = marked_records(self._repositories, kb_id)
+        generation = rebuild_kb_index(self._repositories, kb_id, known=self._recent)
+        clear_marks(self._repositories, marked)
+        return generation

@@ -2,16 +2,13 @@
 
 from __future__ import annotations
 
-from agent_knowledge.identity.caller import Caller
-from agent_knowledge.identity.scope import load_scope
+from agent_knowledge.identity.caller import Workspace
 from agent_knowledge.models import CapabilitiesResponse
-from agent_knowledge.repositories import Repositories
 
 
-def describe_capabilities(repositories: Repositories, caller: Caller) -> CapabilitiesResponse:
-    scope = load_scope(repositories, caller)
+def describe_capabilities(workspace: Workspace) -> CapabilitiesResponse:
     return CapabilitiesResponse(
-        route=caller.route.route,
-        enabled=scope.enabled,
-        knowledge_scope_revision=scope.revision,
+        route=workspace.caller.route.route,
+        enabled=workspace.scope.enabled,
+        knowledge_scope_revision=workspace.scope.revision,
     )

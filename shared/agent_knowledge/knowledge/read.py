@@ -1,30 +1,36 @@
 """Knowledge read: one page of a referenced document's body, revalidated on every call.
 
-Checks, in the protocol's order (docs/DESIGN.md §5): token encoding, MAC, purpose and cursor binding
-(400) → expiry (410) → bound identity and run (400) → scope revision (409 scope changed) →
-document record and content digests (409 knowledge changed). Storage failures anywhere are 503.
-The body is read with a ranged GET of the object recorded at ingest (immutable key per revision,
-`IfMatch` on its ETag) whose recorded SHA-256 must equal the one the reference binds.
+Checks, in the protocol's order (docs/DESIGN.md §2, §4, §5): bearer (401) → route (404) → request
+body (400) → run → token encoding, MAC, purpose and cursor binding (400) → expiry (410) → bound
+identity and run (400) → scope revision (409 scope changed) → document record and content digests
+(409 knowledge changed). Storage failures anywhere are 503.
+
+Round trips (issue 16): the reference is opened first, so the document record joins the identity's
+first batch; the ranged body GET (immutable key per revision, `IfMatch` on the ETag recorded at
+ingest, SHA-256 as bound) starts beside the second batch and is used only once every check passed.
 """
 
 from __future__ import annotations
 
 import hmac
+from concurrent.futures import Future
+from dataclasses import dataclass
 
 from agent_knowledge.errors import (
     KnowledgeChanged,
+    KnowledgeError,
     KnowledgeUnavailable,
     ReferenceExpired,
     ReferenceInvalid,
     ScopeChanged,
 )
-from agent_knowledge.identity.caller import Caller
-from agent_knowledge.identity.scope import load_scope
+from agent_knowledge.identity.caller import open_workspace
+from agent_knowledge.identity.runs import authorize_run
 from agent_knowledge.knowledge.body_window import BodyWindow, read_body_window
 from agent_knowledge.knowledge.read_budget import plan_page, window_end
 from agent_knowledge.limits import READ_CHAIN_MAX_BYTES
-from agent_knowledge.models import ReadRequest, ReadResponse
-from agent_knowledge.records import DocumentRecord
+from agent_knowledge.models import ParsedBody, ReadRequest, ReadResponse
+from agent_knowledge.records import DocumentRecord, SessionRecord
 from agent_knowledge.references.binding import document_digest, identity_digest, scope_digest
 from agent_knowledge.references.codec import (
     CURSOR_LENGTH,
@@ -37,6 +43,7 @@ from agent_knowledge.references.codec import (
     reference_digest,
 )
 from agent_knowledge.repositories.bodies import BodyMissing, BodyReplaced
+from agent_knowledge.runtime.concurrency import background
 from agent_knowledge.runtime.container import Dependencies
 
 
@@ -62,20 +69,39 @@ def _ensure_fresh(reference: ReferenceClaims, cursor: CursorClaims | None, now: 
         raise ReferenceExpired(expires_at=expired.expires_at) from None
 
 
-def _current_document(deps: Dependencies, caller: Caller, reference: ReferenceClaims) -> tuple[DocumentRecord, str]:
-    scope = load_scope(deps.repositories, caller)
-    if not hmac.compare_digest(scope_digest(scope.revision), reference.scope):
-        raise ScopeChanged()
-    if reference.kb_id not in scope.enabled_kb_ids():
+@dataclass
+class _Tokens:
+    """The reference and cursor, opened before the identity is read (the document's key is in the
+    reference); an error opening them is raised later, in the protocol's order."""
+
+    reference: ReferenceClaims | None = None
+    cursor: CursorClaims | None = None
+    error: KnowledgeError | None = None
+
+    def get(self) -> tuple[ReferenceClaims, CursorClaims | None]:
+        if self.error is not None:
+            raise self.error
+        assert self.reference is not None
+        return self.reference, self.cursor
+
+
+def _open_ahead(deps: Dependencies, request: ReadRequest | None) -> _Tokens:
+    if request is None:
+        return _Tokens()
+    try:
+        return _Tokens(*_open_tokens(deps.token_codec(), request))
+    except (ReferenceInvalid, KnowledgeUnavailable) as error:
+        return _Tokens(error=error)
+
+
+def _fetchable(document: DocumentRecord, reference: ReferenceClaims) -> bool:
+    return document.status == "ready" and hmac.compare_digest(document_digest(document), reference.document)
+
+
+def _matches(document: DocumentRecord | None, reference: ReferenceClaims) -> DocumentRecord:
+    if document is None or not _fetchable(document, reference):
         raise KnowledgeChanged()
-    document = deps.repositories.documents.get(reference.kb_id, reference.doc_id)
-    if (
-        document is None
-        or document.status != "ready"
-        or not hmac.compare_digest(document_digest(document), reference.document)
-    ):
-        raise KnowledgeChanged()
-    return document, scope.revision
+    return document
 
 
 def _still_current(deps: Dependencies, document: DocumentRecord) -> bool:
@@ -83,8 +109,12 @@ def _still_current(deps: Dependencies, document: DocumentRecord) -> bool:
     return current is not None and current.status == "ready" and current.revision == document.revision
 
 
-def _window(deps: Dependencies, document: DocumentRecord, start: int, end: int) -> BodyWindow:
+def _window(
+    deps: Dependencies, document: DocumentRecord, fetch: Future[BodyWindow] | None, start: int, end: int
+) -> BodyWindow:
     try:
+        if fetch is not None:
+            return fetch.result()
         return read_body_window(deps.repositories.bodies, document, start, end)
     except BodyReplaced:
         raise KnowledgeChanged() from None
@@ -96,23 +126,58 @@ def _window(deps: Dependencies, document: DocumentRecord, start: int, end: int) 
         raise KnowledgeChanged() from None
 
 
-def read_knowledge(deps: Dependencies, caller: Caller, request: ReadRequest) -> ReadResponse:
+def read_knowledge(
+    deps: Dependencies, authorization: str | None, route: str, body: ParsedBody[ReadRequest]
+) -> ReadResponse:
+    tokens = _open_ahead(deps, body.model)
+    reference_ahead, cursor_ahead = tokens.reference, tokens.cursor
+    fetches: list[Future[BodyWindow]] = []
+
+    def fetch_body(session: SessionRecord, document: DocumentRecord | None) -> None:
+        """Start the body read beside the identity's second round trip, if the record read in the
+        first one is what the reference names; the bytes are used only once every check passed."""
+        if reference_ahead is None or document is None or not _fetchable(document, reference_ahead):
+            return
+        offset = cursor_ahead.offset if cursor_ahead else 0
+        served = cursor_ahead.served if cursor_ahead else 0
+        if offset <= document.body_bytes:
+            end = window_end(offset, served, document.body_bytes, body.get().max_bytes)
+            fetches.append(background(read_body_window, deps.repositories.bodies, document, offset, end))
+
+    workspace = open_workspace(
+        deps.repositories,
+        authorization,
+        route,
+        deps.clock(),
+        run_id=body.model.run_id if body.model else None,
+        document=(reference_ahead.kb_id, reference_ahead.doc_id) if reference_ahead else None,
+        after_session=fetch_body,
+    )
+    caller = workspace.caller
+    request = body.get()
+    authorize_run(deps.repositories, caller, request.run_id, deps.clock(), workspace=workspace)
+
+    reference, cursor = tokens.get()
     codec = deps.token_codec()
-    reference, cursor = _open_tokens(codec, request)
     _ensure_fresh(reference, cursor, deps.clock())
     if request.run_id != reference.run_id or not hmac.compare_digest(
         identity_digest(caller, reference.run_id), reference.identity
     ):
         raise ReferenceInvalid("the reference was issued to another caller or run")
-
-    document, scope_revision = _current_document(deps, caller, reference)
+    scope = workspace.scope
+    if not hmac.compare_digest(scope_digest(scope.revision), reference.scope):
+        raise ScopeChanged()
+    if reference.kb_id not in scope.enabled_kb_ids():
+        raise KnowledgeChanged()
+    document = _matches(workspace.document, reference)
+    scope_revision = scope.revision
     offset = cursor.offset if cursor else 0
     served = cursor.served if cursor else 0
     if offset > document.body_bytes:
         raise ReferenceInvalid()
 
     end = window_end(offset, served, document.body_bytes, request.max_bytes)
-    window = _window(deps, document, offset, end)
+    window = _window(deps, document, fetches[0] if fetches else None, offset, end)
 
     # One response model: its wire form (content still empty) sizes the envelope, then it takes the page.
     response = ReadResponse(

@@ -1,4 +1,4 @@
-"""Document bodies in S3, under a key that is immutable per revision; also the search index's
+"""Document bodies in S3, under a key unique to the write that stored it; also the search index's
 files (`agent_knowledge.retrieval.layout`), uploaded and downloaded as streams.
 
 Each object records the SHA-256 of its bytes in its metadata. Reads are ranged and
@@ -49,7 +49,11 @@ class ListedObject:
     last_modified: datetime
 
 
-def body_key(kb_id: str, doc_id: str, revision: str) -> str:
+def body_key(kb_id: str, doc_id: str, revision: str, write_id: str = "") -> str:
+    """Every write gets its own key (`write_id`), so deleting the body a write replaced can never
+    delete the body of another write of the same content (two writers, or a delete racing a re-put)."""
+    if write_id:
+        return f"bodies/{kb_id}/{doc_id}/{write_id}/{revision}"
     return f"bodies/{kb_id}/{doc_id}/{revision}"
 
 
@@ -149,6 +153,20 @@ class BodyStore:
             if is_missing_object(exc):
                 raise BodyMissing(key) from exc
             raise
+
+    def exists(self, key: str, etag: str | None = None) -> bool:
+        """Whether the object is there (and, given `etag`, still the one recorded)."""
+        request: dict[str, Any] = {"Bucket": self._bucket, "Key": key}
+        if etag:
+            request["IfMatch"] = etag
+        try:
+            with storage_errors("document storage", passthrough=is_missing_object):
+                self._s3.head_object(**request)
+        except ClientError as exc:
+            if is_missing_object(exc):
+                return False
+            raise
+        return True
 
     def delete(self, key: str) -> None:
         with storage_errors("document storage"):

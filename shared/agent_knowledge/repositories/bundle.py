@@ -33,6 +33,8 @@ class Repositories:
     bodies: BodyStore
     runs: RunRepository
     turns: TurnRepository
+    # The DynamoDB client itself, for reads that span tables (`repositories.batch.batch_get`).
+    dynamodb: Any
 
     @classmethod
     def build(cls, settings: Settings, dynamodb: Any, s3: Callable[[], Any]) -> Repositories:
@@ -46,6 +48,7 @@ class Repositories:
             bodies=BodyStore(s3, settings.bodies_bucket),
             runs=RunRepository(dynamodb, settings.runs_table),
             turns=TurnRepository(dynamodb, settings.runs_table),
+            dynamodb=dynamodb,
         )
 
 

@@ -3,21 +3,23 @@
 from __future__ import annotations
 
 import builtins
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 from pydantic import BaseModel
 
-from agent_knowledge.errors import KnowledgeUnavailable
 from agent_knowledge.records import ClientRecord, KnowledgeBaseRecord, RouteRecord, TaskRecord
+from agent_knowledge.repositories.batch import Lookup, batch_get
 from agent_knowledge.repositories.dynamo import conditional_write, from_item, key, to_item
 from agent_knowledge.repositories.errors import storage_errors
 
+RecordT = TypeVar("RecordT", bound=BaseModel)
 
-class ConfigRepository:
+
+class ConfigRepository(Generic[RecordT]):
     """Generic get/put of one record kind in the config table."""
 
     kind: str
-    record_type: type[BaseModel]
+    record_type: type[RecordT]
     id_field: str
 
     def __init__(self, dynamodb: Any, table: str) -> None:
@@ -26,6 +28,11 @@ class ConfigRepository:
 
     def _pk(self, record_id: str) -> str:
         return f"{self.kind}#{record_id}"
+
+    def lookup(self, record_id: str) -> Lookup[RecordT]:
+        """The record `record_id` of this kind, for `batch_get`."""
+        pk = key(pk=self._pk(record_id))
+        return Lookup(self._table, pk, self.record_type.model_validate, "configuration storage")
 
     def _get(self, record_id: str) -> dict[str, Any] | None:
         with storage_errors("configuration storage"):
@@ -60,7 +67,7 @@ class ConfigRepository:
         )
 
 
-class ClientRepository(ConfigRepository):
+class ClientRepository(ConfigRepository[ClientRecord]):
     kind = "client"
     record_type = ClientRecord
     id_field = "client_app_id"
@@ -73,7 +80,7 @@ class ClientRepository(ConfigRepository):
         self._put(record)
 
 
-class RouteRepository(ConfigRepository):
+class RouteRepository(ConfigRepository[RouteRecord]):
     kind = "route"
     record_type = RouteRecord
     id_field = "route"
@@ -86,7 +93,7 @@ class RouteRepository(ConfigRepository):
         self._put(record)
 
 
-class KnowledgeBaseRepository(ConfigRepository):
+class KnowledgeBaseRepository(ConfigRepository[KnowledgeBaseRecord]):
     kind = "kb"
     record_type = KnowledgeBaseRecord
     id_field = "kb_id"
@@ -97,28 +104,8 @@ class KnowledgeBaseRepository(ConfigRepository):
 
     def get_many(self, kb_ids: list[str]) -> dict[str, KnowledgeBaseRecord]:
         """Batch read; KBs that do not exist are simply absent from the result."""
-        wanted = list(dict.fromkeys(kb_ids))
-        found: dict[str, KnowledgeBaseRecord] = {}
-        for start in range(0, len(wanted), 100):
-            request = {
-                self._table: {
-                    "Keys": [key(pk=self._pk(kb_id)) for kb_id in wanted[start : start + 100]],
-                    "ConsistentRead": True,
-                }
-            }
-            # BatchGetItem may return UnprocessedKeys under throttling; retry a bounded number of times.
-            for _ in range(5):
-                with storage_errors("configuration storage"):
-                    response = self._dynamodb.batch_get_item(RequestItems=request)
-                for item in response.get("Responses", {}).get(self._table, []):
-                    record = KnowledgeBaseRecord.model_validate(from_item(item))
-                    found[record.kb_id] = record
-                request = response.get("UnprocessedKeys") or {}
-                if not request:
-                    break
-            else:
-                raise KnowledgeUnavailable("configuration storage is temporarily unavailable")
-        return found
+        records = batch_get(self._dynamodb, [self.lookup(kb_id) for kb_id in dict.fromkeys(kb_ids)])
+        return {record.kb_id: record for record in records if record is not None}
 
     def put(self, record: KnowledgeBaseRecord) -> None:
         self._put(record)
@@ -164,7 +151,7 @@ class KnowledgeBaseRepository(ConfigRepository):
         )
 
 
-class TaskRepository(ConfigRepository):
+class TaskRepository(ConfigRepository[TaskRecord]):
     kind = "task"
     record_type = TaskRecord
     id_field = "task_id"

@@ -8,10 +8,28 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from agent_knowledge.errors import KnowledgeUnavailable
 from agent_knowledge.records import DocumentRecord
+from agent_knowledge.repositories.batch import Lookup, batch_get
 from agent_knowledge.repositories.dynamo import conditional_write, from_item, key, to_item
 from agent_knowledge.repositories.errors import storage_errors
+
+# What validating a hit, signing a reference and serving a body need of a record; the rest
+# (chunk offsets above all: a long list per document) is never read on the query path. Records read
+# with this projection are for validation only, never written back.
+VALIDATION_ATTRIBUTES = (
+    "kb_id",
+    "doc_id",
+    "source_key",
+    "title",
+    "status",
+    "revision",
+    "title_sha256",
+    "body_sha256",
+    "body_bytes",
+    "body_key",
+    "body_etag",
+    "chunk_digests",
+)
 
 # The sparse index of documents whose change is not yet in a published index generation
 # (template.yaml: DocumentsTable, GlobalSecondaryIndexes): key kb_id, sort index_pending_since.
@@ -45,29 +63,38 @@ class DocumentRepository:
         item = response.get("Item")
         return DocumentRecord.model_validate(from_item(item)) if item else None
 
-    def get_many(self, keys: list[tuple[str, str]]) -> dict[tuple[str, str], DocumentRecord]:
-        """Batch read of (kb_id, doc_id) pairs; missing documents are absent from the result."""
+    def lookup(self, kb_id: str, doc_id: str) -> Lookup[DocumentRecord]:
+        """The record of a document as validation needs it (`VALIDATION_ATTRIBUTES`), for `batch_get`."""
+        return Lookup(
+            self._table,
+            key(kb_id=kb_id, doc_id=doc_id),
+            DocumentRecord.model_validate,
+            "document storage",
+            VALIDATION_ATTRIBUTES,
+        )
+
+    def get_marks(self, keys: list[tuple[str, str]]) -> dict[tuple[str, str], DocumentRecord]:
+        """Batch read of (kb_id, doc_id) pairs with their pending marks (what the indexer needs to
+        clear them: revision, status, `index_pending_since`); missing documents are absent."""
         wanted = list(dict.fromkeys(keys))
-        found: dict[tuple[str, str], DocumentRecord] = {}
-        for start in range(0, len(wanted), 100):
-            request: dict[str, Any] = {
-                self._table: {
-                    "Keys": [key(kb_id=kb, doc_id=doc) for kb, doc in wanted[start : start + 100]],
-                    "ConsistentRead": True,
-                }
-            }
-            for _ in range(5):
-                with storage_errors("document storage"):
-                    response = self._dynamodb.batch_get_item(RequestItems=request)
-                for item in response.get("Responses", {}).get(self._table, []):
-                    record = DocumentRecord.model_validate(from_item(item))
-                    found[(record.kb_id, record.doc_id)] = record
-                request = response.get("UnprocessedKeys") or {}
-                if not request:
-                    break
-            else:
-                raise KnowledgeUnavailable("document storage is temporarily unavailable")
-        return found
+        lookups = [
+            Lookup(
+                self._table,
+                key(kb_id=kb_id, doc_id=doc_id),
+                DocumentRecord.model_validate,
+                "document storage",
+                (*VALIDATION_ATTRIBUTES, "index_pending_since"),
+            )
+            for kb_id, doc_id in wanted
+        ]
+        return {(r.kb_id, r.doc_id): r for r in batch_get(self._dynamodb, lookups) if r is not None}
+
+    def get_many(self, keys: list[tuple[str, str]]) -> dict[tuple[str, str], DocumentRecord]:
+        """Batch read of (kb_id, doc_id) pairs, as validation needs them (`VALIDATION_ATTRIBUTES`);
+        missing documents are absent from the result."""
+        wanted = list(dict.fromkeys(keys))
+        records = batch_get(self._dynamodb, [self.lookup(kb_id, doc_id) for kb_id, doc_id in wanted])
+        return {(record.kb_id, record.doc_id): record for record in records if record is not None}
 
     def _query(self, request: dict[str, Any]) -> Iterator[dict[str, Any]]:
         paginator_key: dict[str, Any] | None = None
@@ -107,6 +134,20 @@ class DocumentRepository:
             PendingChange(str(item["kb_id"]), str(item["doc_id"]), float(item["index_pending_since"]))
             for item in self._query(request)
         ]
+
+    def oldest_pending_since(self, kb_id: str) -> float | None:
+        """When the KB's oldest change still waiting for the indexer was made (one index item read)."""
+        with storage_errors("document storage"):
+            response = self._dynamodb.query(
+                TableName=self._table,
+                IndexName=PENDING_INDEX,
+                KeyConditionExpression="kb_id = :kb",
+                ExpressionAttributeValues={":kb": {"S": kb_id}},
+                ScanIndexForward=True,
+                Limit=1,
+            )
+        items = response.get("Items", [])
+        return float(from_item(items[0])["index_pending_since"]) if items else None
 
     def clear_pending(self, record: DocumentRecord) -> bool:
         """The record's change is in a published generation: drop its pending mark, unless the

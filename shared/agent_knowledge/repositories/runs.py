@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from agent_knowledge.records import RunRecord
+from agent_knowledge.repositories.batch import Lookup
 from agent_knowledge.repositories.dynamo import conditional_write, from_item, key, to_item
 from agent_knowledge.repositories.errors import storage_errors
 
@@ -19,6 +20,10 @@ class RunRepository:
     def __init__(self, dynamodb: Any, table: str) -> None:
         self._dynamodb = dynamodb
         self._table = table
+
+    def lookup(self, run_id: str) -> Lookup[RunRecord]:
+        """The run `run_id`, for `batch_get`."""
+        return Lookup(self._table, key(pk=_pk(run_id)), RunRecord.model_validate, "run storage")
 
     def get(self, run_id: str) -> RunRecord | None:
         with storage_errors("run storage"):

@@ -6,6 +6,7 @@ import hashlib
 from typing import Any
 
 from agent_knowledge.records import SessionRecord
+from agent_knowledge.repositories.batch import Lookup
 from agent_knowledge.repositories.dynamo import conditional_write, from_item, key, to_item
 from agent_knowledge.repositories.errors import storage_errors
 
@@ -22,6 +23,12 @@ class SessionRepository:
     def __init__(self, dynamodb: Any, table: str) -> None:
         self._dynamodb = dynamodb
         self._table = table
+
+    def lookup_by_token(self, access_token: str) -> Lookup[SessionRecord]:
+        """The session of a bearer token, for `batch_get`."""
+        return Lookup(
+            self._table, key(token_hash=hash_token(access_token)), SessionRecord.model_validate, "session storage"
+        )
 
     def get_by_token(self, access_token: str) -> SessionRecord | None:
         with storage_errors("session storage"):

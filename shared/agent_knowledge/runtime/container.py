@@ -14,8 +14,10 @@ from dataclasses import dataclass, field
 from agent_knowledge.references.codec import TokenCodec
 from agent_knowledge.references.server_token import default_codec, reset_codec
 from agent_knowledge.repositories import Repositories, aws, default_repositories, reset_repositories
+from agent_knowledge.repositories.queues import IndexQueue
+from agent_knowledge.repositories.sources import SourceObjects
 from agent_knowledge.runtime.clock import Clock, system_clock
-from agent_knowledge.settings import reset_settings
+from agent_knowledge.settings import get_settings, reset_settings
 
 
 @dataclass(frozen=True)
@@ -31,8 +33,44 @@ def default_dependencies() -> Dependencies:
     return Dependencies(repositories=default_repositories())
 
 
+@dataclass(frozen=True)
+class PipelineDependencies:
+    """What the ingest and indexer functions need: the stores, the sources bucket, the queue."""
+
+    repositories: Repositories
+    sources: SourceObjects
+    index_queue: IndexQueue
+    clock: Clock = field(default=system_clock)
+
+
+@functools.cache
+def default_pipeline_dependencies() -> PipelineDependencies:
+    settings = get_settings()
+    settings.require_pipeline()
+    return PipelineDependencies(
+        repositories=default_repositories(),
+        sources=SourceObjects(lambda: aws.client("s3"), settings.sources_bucket),
+        index_queue=IndexQueue(lambda: aws.client("sqs"), settings.index_queue_url),
+    )
+
+
 def reset_dependencies() -> None:
     default_dependencies.cache_clear()
+    default_pipeline_dependencies.cache_clear()
+
+
+def create_clients_at_init(*services: str) -> None:
+    """Create the AWS clients a function will certainly use while the container initializes:
+    init CPU is faster than first-invoke CPU on Lambda, and the work is then part of a snapshot.
+
+    Best effort: a client that cannot be created now (no region configured yet, as in some
+    tests) is created on first use instead, where a failure is reported properly.
+    """
+    for service in services:
+        try:
+            aws.client(service)
+        except Exception:  # noqa: BLE001 - retried lazily on first use
+            return
 
 
 def reset_container_caches() -> None:

@@ -21,6 +21,7 @@ from pydantic import BaseModel, ValidationError
 
 from agent_knowledge import errors, wire
 from agent_knowledge.limits import REQUEST_MAX_BODY_BYTES
+from agent_knowledge.models import ParsedBody
 from agent_knowledge.runtime.observability import logger
 
 JSON = "application/json"
@@ -102,6 +103,16 @@ def parse_body(event: dict[str, Any], model: type[ModelT], max_bytes: int = REQU
         return model.model_validate(document)
     except ValidationError as exc:
         raise errors.InvalidRequest(_field_message(model, exc.errors()[0])) from None
+
+
+def parse_body_later(
+    event: dict[str, Any], model: type[ModelT], max_bytes: int = REQUEST_MAX_BODY_BYTES
+) -> ParsedBody[ModelT]:
+    """`parse_body`, its error kept for later (see `models.ParsedBody`)."""
+    try:
+        return ParsedBody(parse_body(event, model, max_bytes), None)
+    except errors.InvalidRequest as error:
+        return ParsedBody(None, error)
 
 
 def header(event: dict[str, Any], name: str) -> str | None:

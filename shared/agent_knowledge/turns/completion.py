@@ -16,16 +16,17 @@ import hashlib
 import hmac
 
 from agent_knowledge.errors import RunNotFound, RunNotReady, TurnConflict, WorkspaceNotFound
-from agent_knowledge.identity.caller import revalidate
+from agent_knowledge.identity.caller import bearer_token, check_access, check_session, valid_route_name
 from agent_knowledge.identity.scope import canonical_json
+from agent_knowledge.limits import RUN_ID_MAX_CHARS
 from agent_knowledge.records import RunRecord
+from agent_knowledge.repositories.batch import batch_get
 from agent_knowledge.repositories.turns import CompletionClaim
 from agent_knowledge.runtime.container import Dependencies
 from agent_knowledge.turns.models import CompleteRunRequest, CompleteRunResponse
 
-# Not a valid route name (see identity._ROUTE): revalidation checks the bearer, then fails with 404.
+# Not a valid route name (see identity.caller): the access check fails with 404 for an unknown run.
 _NO_ROUTE = "-"
-MAX_RUN_ID_LENGTH = 128
 
 
 def completion_fingerprint(run_id: str, request: CompleteRunRequest) -> str:
@@ -33,13 +34,32 @@ def completion_fingerprint(run_id: str, request: CompleteRunRequest) -> str:
 
 
 def run_of_caller(deps: Dependencies, authorization: str | None, run_id: str) -> RunRecord:
-    """The run, after revalidating the caller against its route and checking it owns the run."""
+    """The run, after revalidating the caller against its route and checking it owns the run.
+
+    Two round trips: {session, run}, then {client, the run's route}; the checks keep their order.
+    """
     repositories = deps.repositories
-    run = repositories.runs.get(run_id) if 0 < len(run_id) <= MAX_RUN_ID_LENGTH else None
+    token = bearer_token(authorization)
+    session, run = batch_get(
+        repositories.dynamodb,
+        [
+            repositories.sessions.lookup_by_token(token),
+            repositories.runs.lookup(run_id) if 0 < len(run_id) <= RUN_ID_MAX_CHARS else None,
+        ],
+    )
+    session = check_session(session, deps.clock())
+    route = run.route if run is not None else _NO_ROUTE
+    client, route_record = batch_get(
+        repositories.dynamodb,
+        [
+            repositories.clients.lookup(session.client_app_id),
+            repositories.routes.lookup(route) if valid_route_name(route) else None,
+        ],
+    )
     try:
-        caller = revalidate(repositories, authorization, run.route if run else _NO_ROUTE, deps.clock())
+        caller = check_access(session, client, route, route_record)
     except WorkspaceNotFound:
-        raise RunNotFound() from None
+        raise RunNotFound(run_id=run_id if run is not None else None) from None
     if run is None or run.session_id != caller.session_id or run.client_app_id != caller.client_app_id:
         raise RunNotFound()
     return run

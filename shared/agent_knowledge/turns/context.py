@@ -7,7 +7,7 @@
   hints produced by the same code as the search endpoint, bounded to the same 4096 bytes.
 
 The retrieval query is the user input, bounded like a search query (its first 2,000 characters).
-Bodies come from the object recorded at ingest (`IfMatch` on its ETag) and must carry the
+Bodies are fetched in parallel and come from the object recorded at ingest (`IfMatch` on its ETag) and must carry the
 SHA-256 the document record holds; a body that cannot be served that way is left out and the
 status says `partial` (or `unavailable` if none could be), never a silent "no knowledge".
 """
@@ -28,6 +28,7 @@ from agent_knowledge.models import SearchStatus
 from agent_knowledge.records import RunRecord
 from agent_knowledge.repositories.bodies import BodyMissing
 from agent_knowledge.retrieval import RetrievedDocument, retrieve
+from agent_knowledge.runtime.concurrency import background
 from agent_knowledge.runtime.container import Dependencies
 from agent_knowledge.turns.models import (
     INLINE_CONTENT_MAX_CHARS,
@@ -77,8 +78,10 @@ def inline_knowledge(deps: Dependencies, caller: Caller, run: RunRecord, scope: 
     now = deps.clock()
     items: list[KnowledgeItem] = []
     refs: list[KnowledgeRef] = []
-    for found in result.documents:
-        excerpt = _body_excerpt(deps, found)
+    # The bodies are independent reads: fetched at once, one round trip for all of them.
+    fetches = [background(_body_excerpt, deps, found) for found in result.documents]
+    for found, fetch in zip(result.documents, fetches, strict=True):
+        excerpt = fetch.result()
         if excerpt is None:
             continue
         content, cut = excerpt
@@ -117,9 +120,15 @@ def on_demand_delivery(
 
 
 def prepare_context(
-    deps: Dependencies, caller: Caller, run: RunRecord, user_input: str, mode: KnowledgeDelivery | None
+    deps: Dependencies,
+    caller: Caller,
+    run: RunRecord,
+    user_input: str,
+    mode: KnowledgeDelivery | None,
+    scope: Scope | None = None,
 ) -> TurnResponse:
-    scope = load_scope(deps.repositories, caller)
+    """The turn's context; `scope` is the route's scope read with the identity (else read now)."""
+    scope = scope or load_scope(deps.repositories, caller)
     query = retrieval_query(user_input)
     items: list[KnowledgeItem] = []
     refs: list[KnowledgeRef] = []

@@ -25,9 +25,9 @@ from dataclasses import dataclass, replace
 
 from agent_knowledge import wire
 from agent_knowledge.errors import KnowledgeUnavailable, RunNotReady, TaskNotActive, TurnConflict
-from agent_knowledge.identity.caller import Caller
-from agent_knowledge.identity.runs import ensure_task_usable
-from agent_knowledge.identity.scope import canonical_json
+from agent_knowledge.identity.caller import Caller, Workspace
+from agent_knowledge.identity.runs import UNREAD, ensure_task_usable
+from agent_knowledge.identity.scope import Scope, canonical_json
 from agent_knowledge.records import RunRecord
 from agent_knowledge.repositories.turns import TurnClaim
 from agent_knowledge.runtime.container import Dependencies
@@ -73,13 +73,17 @@ def request_hash(request: TurnRequest) -> str:
     return hashlib.sha256(canonical_json(request.model_dump(mode="json"))).hexdigest()
 
 
-def bound_task_id(deps: Dependencies, caller: Caller, binding: TaskBinding | None, now: float) -> str | None:
-    """The managed task this turn's run is bound to, after checking the binding against the task."""
+def bound_task_id(
+    deps: Dependencies, caller: Caller, binding: TaskBinding | None, now: float, workspace: Workspace | None = None
+) -> str | None:
+    """The managed task this turn's run is bound to, after checking the binding against the task
+    (read with the identity when `workspace` is given)."""
     if binding is None:
         if caller.session.task_required:
             raise TaskNotActive("this session's turns must be bound to its managed task")
         return None
-    task = ensure_task_usable(deps.repositories, binding.task_id, caller.session_id, now)
+    ahead = workspace.task if workspace is not None else UNREAD
+    task = ensure_task_usable(deps.repositories, binding.task_id, caller.session_id, now, task=ahead)
     if not hmac.compare_digest(task.scope_hash, binding.scope_hash):
         raise TaskNotActive("the task binding does not match the managed task")
     return task.task_id
@@ -91,11 +95,14 @@ def start_turn(
     request: TurnRequest,
     run_ttl_seconds: int,
     sleep: Callable[[float], None] = time.sleep,
+    workspace: Workspace | None = None,
 ) -> TurnOutcome:
+    """`workspace` holds the scope and the bound task read with the identity (`open_workspace`)."""
     repositories = deps.repositories
     now = deps.clock()
     # Checked on replays too: a paused task or a revoked member stops the turn either way.
-    task_id = bound_task_id(deps, caller, request.task_binding, now)
+    task_id = bound_task_id(deps, caller, request.task_binding, now, workspace)
+    scope = workspace.scope if workspace is not None else None
     key = turn_key(caller, request)
     fingerprint = request_hash(request)
     expires_at = int(now) + run_ttl_seconds
@@ -116,12 +123,12 @@ def start_turn(
     )
     existing = repositories.turns.claim_turn(claim)
     if existing is None:
-        return _prepare(deps, caller, request, claim, task_id)
+        return _prepare(deps, caller, request, claim, task_id, scope)
     if not hmac.compare_digest(existing.request_hash, fingerprint):
         if claimed_message:
             repositories.turns.release_message(messages, key)
         raise TurnConflict()
-    return _replay(deps, caller, request, existing, task_id, sleep)
+    return _replay(deps, caller, request, existing, task_id, sleep, scope)
 
 
 def _replay(
@@ -131,6 +138,7 @@ def _replay(
     existing: TurnClaim,
     task_id: str | None,
     sleep: Callable[[float], None],
+    scope: Scope | None = None,
 ) -> TurnOutcome:
     deadline = time.monotonic() + WAIT_SECONDS
     current: TurnClaim | None = existing
@@ -143,7 +151,7 @@ def _replay(
             lease = int(now) + LEASE_SECONDS
             if deps.repositories.turns.renew_lease(current.key, current.lease_until, lease):
                 logger.info("taking over the preparation of a turn", extra={"run_id": current.run_id})
-                return _prepare(deps, caller, request, replace(current, lease_until=lease), task_id)
+                return _prepare(deps, caller, request, replace(current, lease_until=lease), task_id, scope)
         if time.monotonic() >= deadline:
             break
         sleep(WAIT_INTERVAL_SECONDS)
@@ -152,7 +160,12 @@ def _replay(
 
 
 def _prepare(
-    deps: Dependencies, caller: Caller, request: TurnRequest, claim: TurnClaim, task_id: str | None
+    deps: Dependencies,
+    caller: Caller,
+    request: TurnRequest,
+    claim: TurnClaim,
+    task_id: str | None,
+    scope: Scope | None = None,
 ) -> TurnOutcome:
     repositories = deps.repositories
     run = RunRecord(
@@ -171,7 +184,8 @@ def _prepare(
             if existing is None or existing.state not in {"preparing", "context_ready"}:
                 raise RunNotReady()
             run = existing
-        body = wire.dumps(prepare_context(deps, caller, run, request.user_input, request.knowledge_delivery))
+        context = prepare_context(deps, caller, run, request.user_input, request.knowledge_delivery, scope=scope)
+        body = wire.dumps(context)
         if not repositories.runs.transition(run.run_id, "preparing", "context_ready"):
             current = repositories.runs.get(run.run_id)
             if current is None or current.state != "context_ready":

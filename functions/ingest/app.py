@@ -1,0 +1,18 @@
+"""Sources bucket events (S3 → SQS) → documents stored and handed to the indexer.
+
+Invoked by the SQS event source mapping of the source queue; answers partial batch failures.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from agent_knowledge.ingest.batches import ingest_batch
+from agent_knowledge.runtime.container import PipelineDependencies, default_pipeline_dependencies
+from agent_knowledge.runtime.observability import logger, traced
+
+
+@logger.inject_lambda_context
+@traced
+def lambda_handler(event: dict[str, Any], context: Any, deps: PipelineDependencies | None = None) -> dict[str, Any]:
+    return ingest_batch(deps or default_pipeline_dependencies(), event["Records"])

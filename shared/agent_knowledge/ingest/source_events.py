@@ -1,0 +1,227 @@
+"""The sources bucket's S3 events → document changes (the ingest function's domain).
+
+An object at `<kb_id>/<source_key>` IS the document `source_key` of KB `kb_id`. Each event is
+applied on its own: an object that cannot be ingested (unknown or disabled KB, unsupported type,
+undecodable text, empty or oversized) makes its document `failed` with the reason and touches
+nothing else; only storage failures raise (the queue then retries the message, and after
+`maxReceiveCount` moves it to the dead-letter queue). Events are ordered per key by their S3
+`sequencer` (see `SourceVersion`), so redelivered and out-of-order events change nothing.
+"""
+
+from __future__ import annotations
+
+import codecs
+import hashlib
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass
+from email.message import Message
+from typing import Any, Literal
+from urllib.parse import unquote_plus
+
+from agent_knowledge.ingest.content import MAX_BODY_BYTES, MEDIA_TYPES, IngestError
+from agent_knowledge.ingest.documents import Ingestor, IngestResult, SourceVersion
+from agent_knowledge.ingest.source_files import media_type_of, title_from_metadata
+from agent_knowledge.repositories import Repositories
+from agent_knowledge.repositories.queues import IndexMessage
+from agent_knowledge.repositories.sources import SourceObjects, SourceTooLarge
+from agent_knowledge.runtime.clock import Clock, system_clock
+from agent_knowledge.runtime.observability import logger
+
+# HTML shrinks when converted to text: allow raw objects up to what `prepare_document` accepts.
+MAX_SOURCE_BYTES = 4 * MAX_BODY_BYTES
+
+EventKind = Literal["put", "delete", "reconcile"]
+
+
+class MalformedNotification(ValueError):
+    """The message is not an S3 event notification; retrying cannot help (it goes to the DLQ)."""
+
+
+@dataclass(frozen=True)
+class SourceEvent:
+    kb_id: str
+    source_key: str
+    kind: EventKind
+    key: str
+    version_id: str | None
+    sequencer: str
+    size: int
+
+
+def _kind(event_name: str, version_id: str | None) -> EventKind | None:
+    if event_name.startswith("ObjectCreated:"):
+        return "put"
+    if event_name == "ObjectRemoved:DeleteMarkerCreated" or (event_name == "ObjectRemoved:Delete" and not version_id):
+        return "delete"
+    if event_name == "ObjectRemoved:Delete":
+        # One version deleted for good: the key's current object (if any) is now another one.
+        return "reconcile"
+    return None
+
+
+def parse_notification(body: str, bucket: str) -> list[SourceEvent]:
+    """The document events in one SQS message from the sources bucket (none for `s3:TestEvent`,
+    folder placeholders, keys outside any KB prefix, or other buckets, which are logged)."""
+    try:
+        message = json.loads(body)
+        if message.get("Event") == "s3:TestEvent":
+            return []
+        records = message["Records"]
+        events = [event for record in records if (event := _event(record, bucket)) is not None]
+    except (ValueError, KeyError, TypeError, AttributeError) as exc:
+        raise MalformedNotification(f"not an S3 event notification ({type(exc).__name__})") from None
+    return events
+
+
+def _event(record: dict[str, Any], bucket: str) -> SourceEvent | None:
+    s3 = record["s3"]
+    if s3["bucket"]["name"] != bucket:
+        logger.warning("event from another bucket ignored", extra={"bucket": s3["bucket"]["name"]})
+        return None
+    key = unquote_plus(s3["object"]["key"])
+    version_id = s3["object"].get("versionId") or None
+    kind = _kind(str(record["eventName"]), version_id)
+    kb_id, _, source_key = key.partition("/")
+    if kind is None or not kb_id or not source_key or source_key.endswith("/"):
+        logger.info("object is not a document", extra={"key": key, "event": record["eventName"]})
+        return None
+    return SourceEvent(
+        kb_id=kb_id,
+        source_key=source_key,
+        kind=kind,
+        key=key,
+        version_id=version_id,
+        sequencer=str(s3["object"]["sequencer"]),
+        size=int(s3["object"].get("size") or 0),
+    )
+
+
+def media_type_from(source_key: str, content_type: str) -> tuple[str, str | None]:
+    """(media type, declared charset): the key's suffix decides, else the object's Content-Type."""
+    header = Message()
+    header["content-type"] = content_type or "application/octet-stream"
+    charset = header.get_param("charset")
+    declared = str(charset) if isinstance(charset, str) else None
+    media_type = media_type_of(source_key) or header.get_content_type()
+    if media_type not in MEDIA_TYPES:
+        shown = content_type or "none"
+        raise IngestError(
+            f"unsupported type (Content-Type {shown}); use a .md, .markdown, .txt, .html or .htm key, "
+            f"or Content-Type {', '.join(MEDIA_TYPES)}"
+        )
+    return media_type, declared
+
+
+def decode_declared(content: bytes, charset: str | None) -> bytes | str:
+    """Text in the charset the object's Content-Type declares; without one, the bytes as they are
+    (`prepare_document` decodes them as for every upload: byte order mark, HTML `<meta>`, UTF-8)."""
+    if not charset:
+        return content
+    try:
+        codecs.lookup(charset)
+    except LookupError:
+        raise IngestError(f"unknown charset {charset!r} in the object's Content-Type") from None
+    try:
+        return content.decode(charset).removeprefix("\ufeff")
+    except UnicodeDecodeError as exc:
+        raise IngestError(f"content is not valid {charset} (invalid byte at offset {exc.start})") from None
+
+
+NO_CHARSET_HINT = (
+    " and the object's Content-Type declares no charset; upload UTF-8 or declare one, "
+    "e.g. Content-Type: text/plain; charset=windows-1252"
+)
+
+
+@dataclass(frozen=True)
+class Applied:
+    event: SourceEvent
+    result: IngestResult | None  # None: the object version is gone (a later event follows)
+
+    @property
+    def index_message(self) -> IndexMessage | None:
+        """What the indexer must be told, if the document's change is not yet in the index."""
+        if self.result is None or self.result.document.index_pending_since is None:
+            return None
+        document = self.result.document
+        change = f"{document.kb_id}\n{document.doc_id}\n{document.write_id}".encode()
+        return IndexMessage(document.kb_id, (document.doc_id,), hashlib.sha256(change).hexdigest())
+
+
+class SourceIngest:
+    """Applies events to the documents table and bodies. One per batch: KB records are cached
+    for the batch only, so a KB disabled a moment ago is seen as disabled by the next batch."""
+
+    def __init__(self, repositories: Repositories, sources: SourceObjects, clock: Clock = system_clock) -> None:
+        self._ingestor = Ingestor(repositories, clock=clock)
+        self._sources = sources
+
+    def apply(self, event: SourceEvent) -> Applied:
+        source = SourceVersion(event.sequencer, event.version_id)
+        kind, version_id = event.kind, event.version_id
+        if kind == "reconcile":
+            version_id = self._sources.current_version(event.key)
+            kind = "put" if version_id is not None else "delete"
+        result: IngestResult | None
+        if kind == "delete":
+            result = self._ingestor.remove(event.kb_id, event.source_key, source)
+        else:
+            try:
+                result = self._put(event, version_id, source)
+            except IngestError as exc:
+                result = self._ingestor.fail(event.kb_id, event.source_key, exc.message, source)
+        if result is not None:
+            logger.info(
+                "source applied",
+                extra={"kb_id": event.kb_id, "doc_id": result.document.doc_id, "outcome": result.outcome},
+            )
+        return Applied(event, result)
+
+    def _put(self, event: SourceEvent, version_id: str | None, source: SourceVersion) -> IngestResult | None:
+        kb = self._ingestor.knowledge_base(event.kb_id)
+        if not kb.enabled:
+            raise IngestError(f"knowledge base {event.kb_id!r} is disabled")
+        if event.kind == "put":  # a reconcile has no size: it is checked on reading
+            self._check_size(event.size)
+        try:
+            found = self._sources.get(event.key, version_id, MAX_SOURCE_BYTES)
+        except SourceTooLarge as exc:
+            self._check_size(exc.size)
+            raise
+        if found is None:
+            logger.info("object version gone before it was read", extra={"kb_id": event.kb_id})
+            return None
+        self._check_size(len(found.body))
+        media_type, charset = media_type_from(event.source_key, found.content_type)
+        content = decode_declared(found.body, charset)
+        try:
+            # The same preparation as `doc put` (title from metadata, else found in the document),
+            # so the revision an uploader computed locally is the one stored here.
+            return self._ingestor.put(
+                event.kb_id,
+                event.source_key,
+                title_from_metadata(found.metadata),
+                content,
+                media_type=media_type,
+                rebuild_index=False,
+                source=source,
+            )
+        except IngestError as exc:
+            if charset is None and exc.message.startswith("content is not valid UTF-8"):
+                raise IngestError(exc.message + NO_CHARSET_HINT) from None
+            raise
+
+    @staticmethod
+    def _check_size(size: int) -> None:
+        if size == 0:
+            raise IngestError("the object is empty")
+        if size > MAX_SOURCE_BYTES:
+            raise IngestError(f"the object is larger than {MAX_SOURCE_BYTES} bytes ({size} bytes)")
+
+
+def index_messages(applied: list[Applied]) -> Iterator[IndexMessage]:
+    for item in applied:
+        message = item.index_message
+        if message is not None:
+            yield message

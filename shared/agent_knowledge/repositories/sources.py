@@ -1,0 +1,72 @@
+"""Objects in the sources bucket: what an operator uploaded, read by the version an event names."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from botocore.exceptions import ClientError
+
+from agent_knowledge.repositories.errors import storage_errors
+
+
+class SourceTooLarge(Exception):
+    def __init__(self, size: int) -> None:
+        self.size = size
+        super().__init__(size)
+
+
+@dataclass(frozen=True)
+class SourceObject:
+    body: bytes
+    content_type: str
+    version_id: str | None
+    # User metadata (x-amz-meta-*), e.g. the title `doc put --title` sets.
+    metadata: dict[str, str] = field(default_factory=dict)
+
+
+def _gone(exc: ClientError) -> bool:
+    code = exc.response.get("Error", {}).get("Code")
+    status = exc.response.get("ResponseMetadata", {}).get("HTTPStatusCode")
+    return code in {"NoSuchKey", "NoSuchVersion", "404", "NotFound", "MethodNotAllowed"} or status in {404, 405}
+
+
+class SourceObjects:
+    """`s3` is a client factory (created on first use), as for the body store."""
+
+    def __init__(self, s3: Callable[[], Any], bucket: str) -> None:
+        self._client_factory = s3
+        self.bucket = bucket
+
+    def get(self, key: str, version_id: str | None, max_bytes: int) -> SourceObject | None:
+        """The object (that version, or the current one); None if it no longer exists (a delete
+        came after the event). Raises SourceTooLarge rather than reading more than `max_bytes`."""
+        request: dict[str, Any] = {"Bucket": self.bucket, "Key": key}
+        if version_id:
+            request["VersionId"] = version_id
+        try:
+            with storage_errors("source storage", passthrough=_gone):
+                response = self._client_factory().get_object(**request)
+                size = int(response.get("ContentLength") or 0)
+                if size > max_bytes:
+                    response["Body"].close()
+                    raise SourceTooLarge(size)
+                body = response["Body"].read()
+        except ClientError as exc:
+            if _gone(exc):
+                return None
+            raise
+        content_type = str(response.get("ContentType") or "")
+        return SourceObject(body, content_type, response.get("VersionId"), dict(response.get("Metadata") or {}))
+
+    def current_version(self, key: str) -> str | None:
+        """The version id of the key's current object, or None if there is none (deleted)."""
+        try:
+            with storage_errors("source storage", passthrough=_gone):
+                response = self._client_factory().head_object(Bucket=self.bucket, Key=key)
+        except ClientError as exc:
+            if _gone(exc):
+                return None
+            raise
+        return str(response.get("VersionId") or "null")

@@ -1,0 +1,186 @@
+"""AWS calls per request and their sequential depth, per endpoint, counted exactly (issue 16).
+
+On AWS a request's latency is the sum of its sequential round trips, so both numbers are part of
+the contract: a change that adds a call or serializes two overlapping ones fails here.
+
+Every call is slowed down (`LATENCY_SECONDS`, before moto answers), so calls the product
+overlaps really overlap in time and calls it makes one after another never do; the depth is
+then the largest number of calls that do not overlap each other (greedy interval scheduling),
+which is the length of the request's critical path in round trips. Requests are measured warm:
+the signing key and the opened indexes are already cached by an earlier request.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+import pytest
+
+from agent_knowledge.repositories import aws
+from agent_knowledge_dev.demo import DEMO_KB
+from agent_knowledge_dev.testing import load_event, with_changes
+from tests.support.knowledge import put_documents
+
+LATENCY_SECONDS = 0.15
+SERVICES = ("dynamodb", "s3", "secretsmanager")
+DOCUMENTS = {
+    "hr/vacation.md": (
+        "Vacation policy",
+        "# Vacation policy\n\nEmployees accrue vacation days monthly. Request vacation days in the HR portal.\n",
+    ),
+    "hr/carry-over.md": (
+        "Vacation carry-over",
+        "# Vacation carry-over\n\n" + "Unused vacation days carry over up to five days per year. " * 400 + "\n",
+    ),
+    "hr/leave.md": ("Parental leave", "# Parental leave\n\nParental leave is sixteen weeks; vacation days accrue.\n"),
+}
+
+
+@dataclass
+class Call:
+    operation: str
+    started: float
+    ended: float = 0.0
+
+
+@dataclass
+class Recorder:
+    calls: list[Call] = field(default_factory=list)
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def before_call(self, model: Any, context: dict[str, Any], **_: Any) -> None:
+        call = Call(model.name, time.monotonic())
+        context["round_trip_call"] = call
+        with self.lock:
+            self.calls.append(call)
+
+    def before_send(self, **_: Any) -> None:
+        time.sleep(LATENCY_SECONDS)  # then moto answers (its own before-send handler)
+
+    def after_call(self, context: dict[str, Any], **_: Any) -> None:
+        call = context.get("round_trip_call")
+        if call is not None:
+            call.ended = time.monotonic()
+
+    def depth(self) -> int:
+        """Most calls of which no two overlap: the critical path, in round trips."""
+        depth, free_at = 0, float("-inf")
+        for call in sorted(self.calls, key=lambda c: c.ended):
+            if call.started >= free_at:
+                depth, free_at = depth + 1, call.ended
+        return depth
+
+    def operations(self) -> dict[str, int]:
+        counts: dict[str, int] = {}
+        for call in self.calls:
+            counts[call.operation] = counts.get(call.operation, 0) + 1
+        return dict(sorted(counts.items()))
+
+
+@pytest.fixture
+def measure(demo):
+    put_documents(demo.repositories, DEMO_KB, DOCUMENTS, demo.clock())
+    recorder = Recorder()
+    handlers = [
+        ("before-call", recorder.before_call),
+        ("after-call", recorder.after_call),
+        ("after-call-error", recorder.after_call),
+    ]
+    clients = [aws.client(service) for service in SERVICES]
+    for client in clients:
+        for event, handler in handlers:
+            client.meta.events.register(event, handler)
+        client.meta.events.register_first("before-send", recorder.before_send)
+
+    def run(action):  # type: ignore[no-untyped-def]
+        recorder.calls.clear()
+        result = action()
+        assert all(call.ended for call in recorder.calls)
+        return result, (len(recorder.calls), recorder.depth(), recorder.operations())
+
+    yield run
+    for client in clients:
+        for event, handler in handlers:
+            client.meta.events.unregister(event, handler)
+        client.meta.events.unregister("before-send", recorder.before_send)
+
+
+def _search(call, **body):  # type: ignore[no-untyped-def]
+    result = call("search", with_changes(load_event("search-english-query"), body={"query": "vacation days", **body}))
+    assert result.status == 200, result.body
+    return result.json()
+
+
+def _read(call, **body):  # type: ignore[no-untyped-def]
+    result = call("read", with_changes(load_event("read-first-page"), body=body))
+    assert result.status == 200, result.body
+    return result.json()
+
+
+def _turn(call, n: int, delivery: str | None):  # type: ignore[no-untyped-def]
+    body = json.loads(load_event("turns-legacy")["body"])
+    body.update(client_turn_id=f"turn-{n}", user_message_id=f"message-{n}", user_input="How do vacation days work?")
+    if delivery:
+        body["knowledge_delivery"] = delivery
+    result = call("turns", with_changes(load_event("turns-legacy"), body=body))
+    assert result.status == 200, result.body
+    return result.json()
+
+
+def _complete(call, run_id: str):  # type: ignore[no-untyped-def]
+    event = load_event("complete-run")
+    event["rawPath"] = event["rawPath"].replace("run_demo", run_id)
+    event["requestContext"]["http"]["path"] = event["rawPath"]
+    event["pathParameters"] = {**(event.get("pathParameters") or {}), "run_id": run_id}
+    result = call("complete_run", event)
+    assert result.status == 200, result.body
+    return result.json()
+
+
+# (calls, sequential depth, calls per operation) of one warm request. Before issue 16 (every call
+# sequential): capabilities 4/4, search 5/5, search with run 6/6, read 6/6, turn inline 13/13,
+# turn on_demand 10/10, complete run 6/6.
+EXPECTED = {
+    # {session, route} then {client, KBs}
+    "capabilities": (2, 2, {"BatchGetItem": 2}),
+    # + the hits' document records (the index is cached)
+    "search": (3, 3, {"BatchGetItem": 3}),
+    # the run joins the first batch (its task, if any, the second)
+    "search with run": (3, 3, {"BatchGetItem": 3}),
+    # the document record joins the first batch; the body GET overlaps the second
+    "read first page": (3, 2, {"BatchGetItem": 2, "GetObject": 1}),
+    "read next page": (3, 2, {"BatchGetItem": 2, "GetObject": 1}),
+    # two identity batches, three claim writes, the hits' records, the bodies at once, two final writes
+    "turn inline": (11, 9, {"BatchGetItem": 3, "GetObject": 3, "PutItem": 3, "UpdateItem": 2}),
+    "turn on_demand": (8, 8, {"BatchGetItem": 3, "PutItem": 3, "UpdateItem": 2}),
+    # {session, run} then {client, the run's route}; the completion claim and the run's transition
+    "complete run": (4, 4, {"BatchGetItem": 2, "PutItem": 1, "UpdateItem": 1}),
+}
+
+
+def test_aws_calls_and_sequential_depth_per_endpoint(call, measure):
+    measured: dict[str, tuple[int, int, dict[str, int]]] = {}
+    _turn(call, 0, "inline")  # warm: signing key, index snapshot, clients
+    hints = _search(call)["hints"]
+    assert len(hints) == 3
+
+    _, measured["capabilities"] = measure(lambda: call("capabilities", load_event("capabilities-valid-bearer")).json())
+    _, measured["search"] = measure(lambda: _search(call))
+    inline, measured["turn inline"] = measure(lambda: _turn(call, 1, "inline"))
+    assert len(inline["knowledge"]) == 3
+    on_demand, measured["turn on_demand"] = measure(lambda: _turn(call, 2, "on_demand"))
+    assert on_demand["context"]["knowledge_delivery"]["hints"]
+    _, measured["search with run"] = measure(lambda: _search(call, run_id=inline["run_id"]))
+    long_ref = next(hint["ref"] for hint in hints if hint["title"] == "Vacation carry-over")
+    first, measured["read first page"] = measure(lambda: _read(call, ref=long_ref, max_bytes=4096))
+    assert first["next_cursor"]
+    _, measured["read next page"] = measure(
+        lambda: _read(call, ref=long_ref, cursor=first["next_cursor"], max_bytes=4096)
+    )
+    _, measured["complete run"] = measure(lambda: _complete(call, inline["run_id"]))
+
+    assert measured == EXPECTED

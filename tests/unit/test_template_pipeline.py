@@ -1,0 +1,181 @@
+"""The ingestion pipeline's resources in template.yaml (issue 15): the sources bucket, its events,
+the queues, the functions' event source mappings and their exact permissions."""
+
+from __future__ import annotations
+
+import pytest
+
+from agent_knowledge_dev.template import environment_variables, load_template
+from tests.support.sam import translate_template
+
+
+@pytest.fixture(scope="module")
+def resources():
+    return load_template()["Resources"]
+
+
+@pytest.fixture(scope="module")
+def translated():
+    return translate_template()["Resources"]
+
+
+def test_sources_bucket_is_private_versioned_encrypted_and_expires_old_versions(resources):
+    bucket = resources["SourcesBucket"]["Properties"]
+    assert bucket["VersioningConfiguration"] == {"Status": "Enabled"}
+    assert set(bucket["PublicAccessBlockConfiguration"].values()) == {True}
+    assert bucket["BucketEncryption"]["ServerSideEncryptionConfiguration"][0]["ServerSideEncryptionByDefault"]
+    (rule,) = bucket["LifecycleConfiguration"]["Rules"]
+    assert rule["Status"] == "Enabled"
+    assert rule["NoncurrentVersionExpiration"]["NoncurrentDays"] == {"Ref": "NoncurrentVersionExpirationDays"}
+    policy = resources["SourcesBucketPolicy"]["Properties"]
+    (deny,) = policy["PolicyDocument"]["Statement"]
+    assert deny["Effect"] == "Deny" and deny["Condition"] == {"Bool": {"aws:SecureTransport": "false"}}
+
+
+def test_every_object_created_and_removed_event_goes_to_the_source_queue(resources):
+    bucket = resources["SourcesBucket"]
+    queues = bucket["Properties"]["NotificationConfiguration"]["QueueConfigurations"]
+    assert queues == [
+        {"Event": "s3:ObjectCreated:*", "Queue": {"Fn::GetAtt": ["SourceQueue", "Arn"]}},
+        {"Event": "s3:ObjectRemoved:*", "Queue": {"Fn::GetAtt": ["SourceQueue", "Arn"]}},
+    ]
+    # S3 checks it may send to the queue when the configuration is created: the policy first.
+    assert bucket["DependsOn"] == "SourceQueuePolicy"
+
+
+def test_only_this_stacks_bucket_may_send_to_the_source_queue(resources):
+    bucket_name = resources["SourcesBucket"]["Properties"]["BucketName"]["Fn::Sub"]
+    statements = resources["SourceQueuePolicy"]["Properties"]["PolicyDocument"]["Statement"]
+    (allow,) = [s for s in statements if s["Effect"] == "Allow"]
+    assert allow["Principal"] == {"Service": "s3.amazonaws.com"} and allow["Action"] == "sqs:SendMessage"
+    assert allow["Resource"] == {"Fn::GetAtt": ["SourceQueue", "Arn"]}
+    source_arn = allow["Condition"]["ArnEquals"]["aws:SourceArn"]["Fn::Sub"]
+    # The same name, computed from the stack id, not referenced (a reference would be circular).
+    assert source_arn[0] == "arn:${AWS::Partition}:s3:::" + bucket_name[0] and source_arn[1] == bucket_name[1]
+    assert allow["Condition"]["StringEquals"] == {"aws:SourceAccount": {"Ref": "AWS::AccountId"}}
+    assert any(
+        s["Effect"] == "Deny" and s["Condition"] == {"Bool": {"aws:SecureTransport": "false"}} for s in statements
+    )
+
+
+def test_queues_redrive_to_dead_letter_queues_that_raise_alarms(resources):
+    source, index = resources["SourceQueue"]["Properties"], resources["IndexQueue"]["Properties"]
+    ingest_timeout = resources["IngestFunction"]["Properties"]["Timeout"]
+    indexer_timeout = resources["IndexerFunction"]["Properties"]["Timeout"]
+    assert source["VisibilityTimeout"] >= 6 * ingest_timeout and index["VisibilityTimeout"] >= 6 * indexer_timeout
+    assert source["RedrivePolicy"]["deadLetterTargetArn"] == {"Fn::GetAtt": ["SourceDeadLetterQueue", "Arn"]}
+    assert index["RedrivePolicy"]["deadLetterTargetArn"] == {"Fn::GetAtt": ["IndexDeadLetterQueue", "Arn"]}
+    assert index["FifoQueue"] is True and index["ContentBasedDeduplication"] is False
+    assert resources["IndexDeadLetterQueue"]["Properties"]["FifoQueue"] is True
+    for queue in ("SourceQueue", "IndexQueue", "SourceDeadLetterQueue", "IndexDeadLetterQueue"):
+        assert resources[queue]["Properties"]["SqsManagedSseEnabled"] is True
+    alarmed = {
+        r["Properties"]["Dimensions"][0]["Value"]["Fn::GetAtt"][0]
+        for r in resources.values()
+        if r["Type"] == "AWS::CloudWatch::Alarm" and r["Properties"].get("Namespace") == "AWS/SQS"
+    }
+    assert {"SourceDeadLetterQueue", "IndexDeadLetterQueue"} <= alarmed
+
+
+@pytest.mark.parametrize(
+    ("mapping", "queue", "function"),
+    [
+        ("IngestEventSourceMapping", "SourceQueue", "IngestFunction"),
+        ("IndexerEventSourceMapping", "IndexQueue", "IndexerFunction"),
+    ],
+)
+def test_event_source_mappings_report_partial_batch_failures(resources, mapping, queue, function):
+    properties = resources[mapping]["Properties"]
+    assert properties["EventSourceArn"] == {"Fn::GetAtt": [queue, "Arn"]}
+    assert properties["FunctionName"] == {"Ref": function}
+    assert properties["FunctionResponseTypes"] == ["ReportBatchItemFailures"]
+    assert 1 <= properties["BatchSize"] <= 10
+    assert resources[function]["Properties"]["CodeUri"] == f"functions/{function.removesuffix('Function').lower()}/"
+
+
+def test_the_pipeline_is_configured_through_the_environment(resources):
+    variables = environment_variables()
+    assert variables["SOURCES_BUCKET"] == {"Ref": "SourcesBucket"}
+    assert variables["INDEX_QUEUE_URL"] == {"Ref": "IndexQueue"}
+    outputs = load_template()["Outputs"]
+    for name, target in [
+        ("SourcesBucketName", "SourcesBucket"),
+        ("SourceQueueUrl", "SourceQueue"),
+        ("SourceDeadLetterQueueUrl", "SourceDeadLetterQueue"),
+        ("IndexQueueUrl", "IndexQueue"),
+        ("IndexDeadLetterQueueUrl", "IndexDeadLetterQueue"),
+    ]:
+        assert outputs[name]["Value"] == {"Ref": target}
+
+
+def _statements(translated, function: str) -> dict[str, tuple[set[str], list]]:
+    role = translated[translated[function]["Properties"]["Role"]["Fn::GetAtt"][0]]["Properties"]
+    assert set(role["ManagedPolicyArns"]) == {
+        "arn:aws:iam::aws:policy/service-role/AWSLambdaBasicExecutionRole",
+        "arn:aws:iam::aws:policy/AWSXrayWriteOnlyAccess",
+    }
+    found = {}
+    for policy in role["Policies"]:
+        for statement in policy["PolicyDocument"]["Statement"]:
+            assert statement["Effect"] == "Allow"
+            actions = statement["Action"] if isinstance(statement["Action"], list) else [statement["Action"]]
+            resource = statement["Resource"] if isinstance(statement["Resource"], list) else [statement["Resource"]]
+            found[statement["Sid"]] = (set(actions), resource)
+    return found
+
+
+KB_ITEMS_ONLY = {"ForAllValues:StringLike": {"dynamodb:LeadingKeys": ["kb#*"]}}
+
+
+def test_the_ingest_function_has_exactly_the_access_it_needs(translated, resources):
+    assert _statements(translated, "IngestFunction") == {
+        "ReadSourceObjects": ({"s3:GetObject", "s3:GetObjectVersion"}, [{"Fn::Sub": "${SourcesBucket.Arn}/*"}]),
+        "ReadKnowledgeBases": ({"dynamodb:GetItem"}, [{"Fn::GetAtt": ["ConfigTable", "Arn"]}]),
+        "WriteDocumentRecords": ({"dynamodb:GetItem", "dynamodb:PutItem"}, [{"Fn::GetAtt": ["DocumentsTable", "Arn"]}]),
+        "WriteDocumentBodies": (
+            {"s3:GetObject", "s3:PutObject", "s3:DeleteObject"},
+            [{"Fn::Sub": "${BodiesBucket.Arn}/bodies/*"}],
+        ),
+        "RequestIndexing": ({"sqs:SendMessage"}, [{"Fn::GetAtt": ["IndexQueue", "Arn"]}]),
+        "ConsumeSourceEvents": (
+            {"sqs:ReceiveMessage", "sqs:DeleteMessage", "sqs:ChangeMessageVisibility", "sqs:GetQueueAttributes"},
+            [{"Fn::GetAtt": ["SourceQueue", "Arn"]}],
+        ),
+    }
+    statements = resources["IngestFunction"]["Properties"]["Policies"][0]["Statement"]
+    assert next(s for s in statements if s["Sid"] == "ReadKnowledgeBases")["Condition"] == KB_ITEMS_ONLY
+
+
+def test_the_indexer_function_has_exactly_the_access_it_needs(translated, resources):
+    assert _statements(translated, "IndexerFunction") == {
+        "ClaimIndexGenerations": (
+            {"dynamodb:GetItem", "dynamodb:UpdateItem"},
+            [{"Fn::GetAtt": ["ConfigTable", "Arn"]}],
+        ),
+        "ReadDocumentRecordsAndClearPendingMarks": (
+            {"dynamodb:Query", "dynamodb:BatchGetItem", "dynamodb:UpdateItem"},
+            [{"Fn::GetAtt": ["DocumentsTable", "Arn"]}, {"Fn::Sub": "${DocumentsTable.Arn}/index/pending"}],
+        ),
+        "ReadDocumentBodies": ({"s3:GetObject"}, [{"Fn::Sub": "${BodiesBucket.Arn}/bodies/*"}]),
+        "PublishAndPruneIndexes": (
+            {"s3:GetObject", "s3:PutObject", "s3:DeleteObject"},
+            [{"Fn::Sub": "${BodiesBucket.Arn}/indexes/*"}],
+        ),
+        "ConsumeIndexingRequests": (
+            {"sqs:ReceiveMessage", "sqs:DeleteMessage", "sqs:ChangeMessageVisibility", "sqs:GetQueueAttributes"},
+            [{"Fn::GetAtt": ["IndexQueue", "Arn"]}],
+        ),
+    }
+    statements = resources["IndexerFunction"]["Properties"]["Policies"][0]["Statement"]
+    assert next(s for s in statements if s["Sid"] == "ClaimIndexGenerations")["Condition"] == KB_ITEMS_ONLY
+
+
+def test_the_pending_index_and_tombstone_ttl_exist(resources):
+    table = resources["DocumentsTable"]["Properties"]
+    (pending,) = table["GlobalSecondaryIndexes"]
+    assert pending["IndexName"] == "pending"
+    assert pending["KeySchema"] == [
+        {"AttributeName": "kb_id", "KeyType": "HASH"},
+        {"AttributeName": "index_pending_since", "KeyType": "RANGE"},
+    ]
+    assert table["TimeToLiveSpecification"] == {"AttributeName": "ttl", "Enabled": True}
