@@ -84,6 +84,7 @@ def test_workspace_setup_and_session_lifecycle(run):
         "name": "Policies",
         "enabled": True,
         "generation": 0,
+        "index_manifests": [],
     }
     route = run(
         "route", "put", "hr", "--kb", "policies", DEMO_KB, "--top-k", "5", "--min-score", "0.5", "--max-docs", "2"
