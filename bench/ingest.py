@@ -3,10 +3,10 @@
 1. Bulk ingest into the local stack, exactly as a user runs it: the CLI helper's benchmark
    (`bench/ingest_local.py`) writes its corpus, starts `agent-knowledge serve`, and times
    `agent-knowledge doc put KB --dir DIR` (threads, one rebuild at the end) → documents/s.
-2. Rebuild per generation (`rebuild_kb_index`: claim, list ready documents, read and verify
-   the bodies, tokenize, build the tantivy index, pack and upload the snapshot) — the first
-   generation from every body, and later generations with nothing changed, which reuse the
-   previous snapshot's chunks:
+2. Full rebuild per generation (`rebuild_kb_index`: list ready documents, read and verify the
+   bodies, tokenize, build the tantivy index, upload its files and manifest, publish) — the
+   first generation from every body, and later generations with nothing changed, which reuse
+   the previous generation's chunks (bench/segments.py measures incremental updates):
    - against the in-process moto stack at 1k documents;
    - with storage in memory at 1k and 10k documents — our own work per generation, without
      moto, whose DynamoDB serializer alone costs ~40 ms per listed document here (a 10k
@@ -74,7 +74,7 @@ def rebuild_in_memory(count: int, repeats: int) -> dict[str, Any]:
 
 def _generations(times: list[float]) -> dict[str, Any]:
     """The first generation builds from every body; later ones (nothing changed) reuse the
-    previous snapshot's chunks, so they are reported apart."""
+    previous generation's chunks, so they are reported apart."""
     later = times[1:]
     return {
         "repeats": len(times),

@@ -1,7 +1,7 @@
 """Figure 4 — peak RSS of a search container with a 10k and a 100k chunk index loaded.
 
 Each measurement is a fresh process (`bench.memory_child`): import the search handler, load
-the index snapshot as a cold container does, run queries; the peak resident set (VmHWM) is the
+the published index as a cold container does, run queries; the peak resident set (VmHWM) is the
 number Lambda bills against `MemorySize`. A process that only imports the handler is the floor.
 """
 
@@ -26,12 +26,12 @@ RUNTIME_HEADROOM = 1.3
 CURRENT_MEMORY_MB = 512
 
 
-def _child(snapshot: str, queries: str) -> dict[str, Any]:
-    return run_child("bench.memory_child", [snapshot, queries], {**os.environ, **BASE_ENVIRONMENT}, timeout=600)
+def _child(objects: str, queries: str) -> dict[str, Any]:
+    return run_child("bench.memory_child", [objects, queries], {**os.environ, **BASE_ENVIRONMENT}, timeout=600)
 
 
 def run(profile: str = "full") -> dict[str, Any]:
-    from agent_knowledge.retrieval.builder import build_snapshot
+    from bench.index_store import DirectoryObjects, publish_chunks
 
     sizes = PROFILES[profile]
     result: dict[str, Any] = {"sizes": list(sizes), "current_memory_mb": CURRENT_MEMORY_MB}
@@ -41,15 +41,15 @@ def run(profile: str = "full") -> dict[str, Any]:
         for size in sizes:
             chunks = synthetic_chunks(size)
             _, indexed = document_records(chunks)
-            snapshot, _ = build_snapshot(indexed)
-            snapshot_path = Path(scratch) / f"snapshot-{size}.tar"
-            snapshot_path.write_bytes(snapshot)
+            objects = DirectoryObjects(str(Path(scratch) / f"objects-{size}"))
+            kb, manifest = publish_chunks(indexed, objects)
+            Path(objects.root, "kb.json").write_text(kb.model_dump_json(), encoding="utf-8")
             queries_path = Path(scratch) / f"queries-{size}.json"
             queries = known_item_queries([chunk.text for chunk in chunks], 200, seed=size)
             queries_path.write_text(json.dumps(queries), encoding="utf-8")
-            del chunks, indexed, snapshot
-            measured = _child(str(snapshot_path), str(queries_path))
-            points.append({"chunks": size, "snapshot_bytes": snapshot_path.stat().st_size, **measured})
+            del chunks, indexed
+            measured = _child(objects.root, str(queries_path))
+            points.append({"chunks": size, "index_bytes": manifest.total_bytes, **measured})
     result["points"] = points
     largest = max(point["peak_rss_mib"] for point in points)
     needed = largest * RUNTIME_HEADROOM

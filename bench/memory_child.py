@@ -1,9 +1,9 @@
-"""A search container's memory: `python -m bench.memory_child SNAPSHOT_PATH QUERIES_JSON`.
+"""A search container's memory: `python -m bench.memory_child OBJECTS_DIR QUERIES_JSON`.
 
 Imports the search handler (everything a container imports), then loads the KB index the way
-`IndexCache` does on a cold container — the whole snapshot object read into memory (what
-`BodyStore.read` returns), unpacked into /tmp, opened — then runs the queries through
-`retrieve()` against it. Prints
+`IndexCache` does on a cold container — the manifest read, each index file streamed into the /tmp
+store, the generation opened — from a published index in OBJECTS_DIR (`bench.index_store`, its
+KB record in `kb.json`), then runs the queries through `retrieve()` against it. Prints
 `BENCH_RESULT {json}` with the resident set size (VmRSS) after each step and the peak (VmHWM).
 """
 
@@ -29,16 +29,6 @@ def _mib(kib: int) -> float:
     return round(kib / 1024, 1)
 
 
-class _FileBodies:
-    """The snapshot object, read whole like an S3 GetObject body."""
-
-    def __init__(self, path: str) -> None:
-        self._path = path
-
-    def read(self, key: str) -> bytes:
-        return Path(self._path).read_bytes()
-
-
 class _NoRecords:
     """Records are fetched per hit from DynamoDB (a few KB); leaving them out keeps this about the index.
     Every hit then counts as stale, after the engine has done all its work."""
@@ -48,31 +38,32 @@ class _NoRecords:
 
 
 def main() -> None:
-    snapshot_path, queries_path = sys.argv[1], sys.argv[2]
+    objects_root, queries_path = sys.argv[1], sys.argv[2]
     from agent_knowledge_dev.testing import load_function
 
     load_function("search")
-    from types import SimpleNamespace
-
     from agent_knowledge.identity.scope import Scope
     from agent_knowledge.records import KnowledgeBaseRecord, KnowledgeConfig, SourceConfig
     from agent_knowledge.retrieval import retrieve
-    from agent_knowledge.retrieval.snapshots import IndexCache
+    from agent_knowledge.retrieval.index_cache import IndexCache
+    from agent_knowledge.retrieval.local_files import LocalFiles
+    from bench.index_store import DirectoryObjects
 
     result = {"imported_rss_mib": _mib(_status_kib("VmRSS"))}
-    if snapshot_path != "-":
-        repositories = SimpleNamespace(bodies=_FileBodies(snapshot_path), documents=_NoRecords())
-        config = KnowledgeConfig(enabled=True, sources=[SourceConfig(kb_id="bench")])
-        scope = Scope(config, {"bench": KnowledgeBaseRecord(kb_id="bench", generation=1)})
+    if objects_root != "-":
+        objects = DirectoryObjects(objects_root)
+        kb = KnowledgeBaseRecord.model_validate_json(Path(objects_root, "kb.json").read_text(encoding="utf-8"))
+        config = KnowledgeConfig(enabled=True, sources=[SourceConfig(kb_id=kb.kb_id)])
+        scope = Scope(config, {kb.kb_id: kb})
         with tempfile.TemporaryDirectory(prefix="ak-bench-memory-") as root:
-            cache = IndexCache(root=root)
-            index = cache.get(repositories.bodies, "bench", 1)
+            cache = IndexCache(LocalFiles(root))
+            index = cache.get(objects, kb)
             assert index is not None
             result["loaded_rss_mib"] = _mib(_status_kib("VmRSS"))
-            result["tmp_bytes"] = sum(path.stat().st_size for path in Path(root).rglob("*") if path.is_file())
+            result["tmp_bytes"] = cache.files.stored_bytes()
             candidates = 0
             for query in json.loads(Path(queries_path).read_text(encoding="utf-8")):
-                found = retrieve(repositories, scope, query, 3, cache=cache)  # type: ignore[arg-type]
+                found = retrieve(objects, _NoRecords(), scope, query, 3, cache=cache)
                 candidates += found.stale_hits_dropped
             result["queried_rss_mib"] = _mib(_status_kib("VmRSS"))
             result["chunks"] = index.chunk_count

@@ -13,7 +13,7 @@ README = ROOT / "bench" / "README.md"
 PLOT = ROOT / "docs" / "bench-scaling.png"
 START = "<!-- performance-suite:results:start -->"
 END = "<!-- performance-suite:results:end -->"
-FIGURES = ("cold_start", "own_cpu", "warm", "scaling", "memory", "budget", "ingest", "pipeline")
+FIGURES = ("cold_start", "own_cpu", "warm", "scaling", "memory", "budget", "ingest", "pipeline", "segments")
 
 
 def commit() -> str:
@@ -142,14 +142,14 @@ def _memory(doc: dict[str, Any]) -> list[str]:
     lines = [
         f"**4. Memory** ({doc['commit']}; fresh process: search handler imported, index loaded, 200 queries; MiB)",
         "",
-        "| chunks | snapshot MB | /tmp MB | RSS after import | after load | peak (VmHWM) |",
+        "| chunks | index MB | /tmp MB | RSS after import | after load | peak (VmHWM) |",
         "|---:|---:|---:|---:|---:|---:|",
         f"| handler only | – | – | {figure['handler_only']['imported_rss_mib']} | – | "
         f"{figure['handler_only']['peak_rss_mib']} |",
     ]
     for point in figure["points"]:
         lines.append(
-            f"| {point['chunks']} | {point['snapshot_bytes'] / 1e6:.1f} | {point['tmp_bytes'] / 1e6:.1f} | "
+            f"| {point['chunks']} | {point['index_bytes'] / 1e6:.1f} | {point['tmp_bytes'] / 1e6:.1f} | "
             f"{point['imported_rss_mib']} | {point['loaded_rss_mib']} | {point['peak_rss_mib']} |"
         )
     lines += [
@@ -259,6 +259,12 @@ def _pipeline(doc: dict[str, Any]) -> list[str]:
     return lines
 
 
+def _segments(doc: dict[str, Any]) -> list[str]:
+    from bench.segments import render
+
+    return render(doc)
+
+
 RENDERERS = {
     "cold_start": _cold,
     "own_cpu": _own_cpu,
@@ -268,6 +274,7 @@ RENDERERS = {
     "budget": _budget,
     "ingest": _ingest,
     "pipeline": _pipeline,
+    "segments": _segments,
 }
 
 

@@ -9,13 +9,15 @@ timed twice: wall clock, and the calling thread's CPU time (`time.thread_time`; 
 searches on the calling thread). On this shared 2-core machine a process is often preempted, which
 inflates long operations' wall time more than short ones'; CPU time is the steadier comparison.
 
-Load time: ours is what a cold container does with the snapshot bytes it fetched (unpack the
-tar into /tmp, open the index); tantivy is opening its index directory; bm25s is `BM25.load`
+Load time: ours is what a cold container does with the index files of the published generation
+(`IndexCache`: read the manifest, stream each file into the /tmp store, open the index; the
+objects come from a local directory, not S3); tantivy is opening its index directory; bm25s is `BM25.load`
 of its saved arrays (vocabulary and matrix, without the corpus).
 """
 
 from __future__ import annotations
 
+import os
 import shutil
 import statistics
 import tempfile
@@ -28,12 +30,14 @@ from typing import Any
 from agent_knowledge.identity.scope import Scope
 from agent_knowledge.ingest.chunking import chunk_text
 from agent_knowledge.ingest.content import chunk_digest
-from agent_knowledge.records import DocumentRecord, KnowledgeBaseRecord, KnowledgeConfig, SourceConfig
+from agent_knowledge.records import DocumentRecord, KnowledgeConfig, SourceConfig
 from agent_knowledge.retrieval import retrieve
-from agent_knowledge.retrieval.builder import IndexedChunk, build_snapshot
-from agent_knowledge.retrieval.snapshots import IndexCache, publish
-from agent_knowledge_dev.testing.fakes import MemoryDocuments, MemoryRepositories
+from agent_knowledge.retrieval.builder import IndexedChunk
+from agent_knowledge.retrieval.index_cache import IndexCache
+from agent_knowledge.retrieval.local_files import LocalFiles
+from agent_knowledge_dev.testing.fakes import MemoryDocuments
 from bench.corpus import documents, known_item_queries
+from bench.index_store import DirectoryObjects, publish_chunks
 from bench.retrieval.systems import BenchChunk, Bm25s, TantivyDirect
 from bench.stats import ratio, summary_ms
 
@@ -79,32 +83,34 @@ class OursQueryPath:
     """`retrieve()` with the index loaded and records in memory: the query path without AWS calls."""
 
     name: str = "ours"
-    snapshot: bytes = b""
+    index_bytes: int = 0
     build_seconds: float = 0.0
 
     def build(self, chunks: list[BenchChunk]) -> None:
         records, indexed = document_records(chunks)
-        started = time.perf_counter()
-        self.snapshot, _ = build_snapshot(indexed)
-        self.build_seconds = time.perf_counter() - started
-        self._repositories = MemoryRepositories(documents=MemoryDocuments(records.values()))
-        publish(self._repositories.bodies, KB_ID, 1, self.snapshot)
-        config = KnowledgeConfig(enabled=True, sources=[SourceConfig(kb_id=KB_ID)])  # default top_k=10, max_docs=3
-        self._scope = Scope(config, {KB_ID: KnowledgeBaseRecord(kb_id=KB_ID, generation=1)})
         self._root = tempfile.mkdtemp(prefix="ak-bench-ours-")
-        self._cache = IndexCache(root=self._root)
-        self._cache.get(self._repositories.bodies, KB_ID, 1)
+        self._objects = DirectoryObjects(os.path.join(self._root, "bucket"))
+        started = time.perf_counter()
+        self._kb, manifest = publish_chunks(indexed, self._objects, KB_ID)
+        self.build_seconds = time.perf_counter() - started
+        self.index_bytes = manifest.total_bytes
+        self._documents = MemoryDocuments(records.values())
+        config = KnowledgeConfig(enabled=True, sources=[SourceConfig(kb_id=KB_ID)])  # default top_k=10, max_docs=3
+        self._scope = Scope(config, {KB_ID: self._kb})
+        self._cache = IndexCache(LocalFiles(os.path.join(self._root, "warm")))
+        self._cache.get(self._objects, self._kb)
 
     def load_seconds(self) -> float:
-        cache = IndexCache(root=self._root)
+        cache = IndexCache(LocalFiles(os.path.join(self._root, "cold")))
         started = time.perf_counter()
-        cache.get(self._repositories.bodies, KB_ID, 1)
+        cache.get(self._objects, self._kb)
         elapsed = time.perf_counter() - started
         cache.clear()
+        cache.files.clear()
         return elapsed
 
     def search(self, query: str) -> int:
-        result = retrieve(self._repositories, self._scope, query, 3, cache=self._cache)  # type: ignore[arg-type]
+        result = retrieve(self._objects, self._documents, self._scope, query, 3, cache=self._cache)
         assert not result.failed_kb_ids
         return len(result.documents)
 
@@ -173,7 +179,7 @@ def measure(chunks: list[BenchChunk], queries: list[str], language: str, load_re
                 "load_p50_ms": round(statistics.median(loads[name]) * 1000, 2),
                 "build_seconds": round(builds[name], 2),
             }
-        figure["ours"]["snapshot_bytes"] = len(ours.snapshot)
+        figure["ours"]["index_bytes"] = ours.index_bytes
         figure["ratio_to_tantivy_p50"] = ratio(figure["ours"]["query"]["p50_ms"], figure["tantivy"]["query"]["p50_ms"])
         figure["ratio_to_tantivy_p95"] = ratio(figure["ours"]["query"]["p95_ms"], figure["tantivy"]["query"]["p95_ms"])
         figure["cpu_ratio_to_tantivy_p50"] = ratio(

@@ -164,7 +164,7 @@ def _install_observers() -> None:
 
     def body_written(result: Any, args: tuple, kwargs: dict) -> None:
         key, body = args[1], args[2]
-        if key.startswith("bodies/"):  # not the binary index snapshots
+        if key.startswith("bodies/"):  # not the binary index files
             scanner.remember_body(body)
 
     BodyStore.put = _after(BodyStore.put, body_written)  # type: ignore[method-assign]

@@ -70,7 +70,7 @@ def main(argv: list[str] | None = None) -> int:
     args.out.write_text(json.dumps(result, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
     print(table(reports))
     if load:
-        size = f"{load['chunks']}-chunk snapshot ({load['snapshot_bytes']} bytes)"
+        size = f"{load['chunks']}-chunk index ({load['index_bytes']} bytes)"
         print(f"\ncold load of a {size}: {load['median_ms']:.1f} ms")
     return 0
 

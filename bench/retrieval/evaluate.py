@@ -56,7 +56,7 @@ def cold_load(chunks: list[BenchChunk], size: int, repeats: int = 5) -> dict[str
     ours.build(sample)
     try:
         loads = sorted(ours.cold_load_ms() for _ in range(repeats))
-        return {"chunks": size, "snapshot_bytes": ours.snapshot_bytes, "median_ms": statistics.median(loads)}
+        return {"chunks": size, "index_bytes": ours.index_bytes, "median_ms": statistics.median(loads)}
     finally:
         ours.close()
 
@@ -86,7 +86,7 @@ def run_language(
             _, raw_latency = timed_queries(system.raw_engine(), items)
             entry["raw_engine_latency"] = raw_latency
             entry["latency_ratio_to_raw"] = latency["median_ms"] / raw_latency["median_ms"]
-            entry["snapshot_bytes"] = system.snapshot_bytes
+            entry["index_bytes"] = system.index_bytes
         report["systems"][system.name] = entry
         system.close()
     return report

@@ -4,6 +4,7 @@ at most 3 distinct documents, a document ranked by its best chunk."""
 
 from __future__ import annotations
 
+import os
 import re
 import shutil
 import tempfile
@@ -15,14 +16,15 @@ from typing import Any
 import tantivy
 
 from agent_knowledge.identity.scope import Scope
-from agent_knowledge.records import DocumentRecord, KnowledgeBaseRecord, KnowledgeConfig, SourceConfig
+from agent_knowledge.records import DocumentRecord, KnowledgeConfig, SourceConfig
 from agent_knowledge.retrieval import retrieve
 from agent_knowledge.retrieval import schema as fields
 from agent_knowledge.retrieval.analyzer import query_tokens
-from agent_knowledge.retrieval.builder import IndexedChunk, build_snapshot, unpack
+from agent_knowledge.retrieval.builder import IndexedChunk
+from agent_knowledge.retrieval.index_cache import IndexCache
 from agent_knowledge.retrieval.kb_index import AnalyzedQuery
-from agent_knowledge.retrieval.snapshots import IndexCache, publish
-from agent_knowledge_dev.testing.fakes import MemoryDocuments, MemoryRepositories
+from agent_knowledge.retrieval.local_files import LocalFiles
+from agent_knowledge_dev.testing.fakes import MemoryDocuments
 
 TOP_DOCS = 3
 CHUNK_HITS = 30  # chunk hits fetched by the baselines before grouping them into documents
@@ -46,9 +48,11 @@ class Ours:
 
     name: str = "ours"
     kb_id: str = "bench"
-    snapshot_bytes: int = 0
+    index_bytes: int = 0
     load_ms: float = 0.0
-    _repositories: Any = None
+    _objects: Any = None
+    _documents: Any = None
+    _kb: Any = None
     _scope: Any = None
     _cache: IndexCache | None = None
     _root: str = ""
@@ -69,35 +73,39 @@ class Ours:
                 chunk_count=len(doc_chunks), chunk_digests=[c.digest for c in doc_chunks],
             )  # fmt: skip
         doc_ids = {doc: doc_id for doc_id, doc in self._doc_of.items()}
-        self._snapshot, _ = build_snapshot(
-            IndexedChunk(doc_ids[c.doc], "r1", c.index, c.digest, c.text) for c in chunks
-        )
-        self.snapshot_bytes = len(self._snapshot)
-        self._repositories = MemoryRepositories(documents=MemoryDocuments(records.values()))
-        publish(self._repositories.bodies, self.kb_id, 1, self._snapshot)
-        config = KnowledgeConfig(enabled=True, sources=[SourceConfig(kb_id=self.kb_id)], top_k=TOP_DOCS, max_docs=3)
-        self._scope = Scope(config, {self.kb_id: KnowledgeBaseRecord(kb_id=self.kb_id, generation=1)})
+        from bench.index_store import DirectoryObjects, publish_chunks
+
         self._root = tempfile.mkdtemp(prefix="bench-ours-")
-        self._cache = IndexCache(root=self._root)
+        self._objects = DirectoryObjects(os.path.join(self._root, "bucket"))
+        indexed = (IndexedChunk(doc_ids[c.doc], "r1", c.index, c.digest, c.text) for c in chunks)
+        self._kb, manifest = publish_chunks(indexed, self._objects, self.kb_id)
+        self.index_bytes = manifest.total_bytes
+        self._documents = MemoryDocuments(records.values())
+        config = KnowledgeConfig(enabled=True, sources=[SourceConfig(kb_id=self.kb_id)], top_k=TOP_DOCS, max_docs=3)
+        self._scope = Scope(config, {self.kb_id: self._kb})
+        self._cache = IndexCache(LocalFiles(os.path.join(self._root, "warm")))
         started = time.perf_counter()
-        self._cache.get(self._repositories.bodies, self.kb_id, 1)  # a cold container's first load
+        self._cache.get(self._objects, self._kb)  # a cold container's first load
         self.load_ms = (time.perf_counter() - started) * 1000
 
     def cold_load_ms(self) -> float:
-        """Time to turn the fetched snapshot bytes into a searchable index in a fresh cache."""
-        cache = IndexCache(root=tempfile.mkdtemp(prefix="bench-cold-"))
+        """Time to turn the published index into a searchable one in a fresh cache (files from disk)."""
+        cache = IndexCache(LocalFiles(tempfile.mkdtemp(prefix="bench-cold-", dir=self._root)))
         started = time.perf_counter()
-        cache.get(self._repositories.bodies, self.kb_id, 1)
+        cache.get(self._objects, self._kb)
         elapsed = (time.perf_counter() - started) * 1000
         cache.clear()
+        cache.files.clear()
         return elapsed
 
     def raw_engine(self) -> Callable[[str], list[str]]:
         """tantivy alone on the very same index files: the query's terms OR-ed, 3 hits per wanted
         document fetched and grouped — what the query API does minus normalization, validation
         and matched terms. The yardstick for the API's overhead."""
-        directory = tempfile.mkdtemp(prefix="bench-raw-", dir=self._root)
-        unpack(self._snapshot, directory)
+        raw = IndexCache(LocalFiles(tempfile.mkdtemp(prefix="bench-raw-", dir=self._root)))
+        raw.get(self._objects, self._kb)
+        directory = raw.opened_directory(self.kb_id)
+        assert directory is not None
         searcher = tantivy.Index.open(directory).searcher()
         schema = fields.schema()
 
@@ -113,8 +121,8 @@ class Ours:
         return search
 
     def search(self, query: str) -> list[str]:
-        result = retrieve(self._repositories, self._scope, query, TOP_DOCS, cache=self._cache)  # type: ignore[arg-type]
-        assert not result.failed_kb_ids and self._repositories.bodies.reads == 1
+        result = retrieve(self._objects, self._documents, self._scope, query, TOP_DOCS, cache=self._cache)
+        assert not result.failed_kb_ids
         return [self._doc_of[hit.document.doc_id] for hit in result.documents]
 
     def close(self) -> None:

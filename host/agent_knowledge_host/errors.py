@@ -89,6 +89,13 @@ class InvalidRequest(ServerError):
     guidance = "Fix the request (query 1-2000 characters, limit 1-3, max_bytes 4096-32768); do not resend it unchanged."
 
 
+class InvalidArguments(KnowledgeHostError):
+    """Arguments refused on the host side, before any request was sent (e.g. an MCP tool's schema)."""
+
+    code = "invalid_request"
+    guidance = InvalidRequest.guidance
+
+
 class Unauthorized(ServerError):
     code = "unauthorized"
     guidance = "The agent bearer is missing, expired or revoked; obtain a new session token. Do not retry as is."

@@ -23,6 +23,9 @@ from agent_knowledge.repositories import Repositories
 from agent_knowledge.repositories.sessions import hash_token
 
 DEFAULT_SESSION_TTL = 3600
+# `session issue --ttl` at most: a session's bearer is a credential; a week bounds what a leaked one
+# (say, from a host's configuration file) is worth. The demo session is seeded programmatically.
+MAX_SESSION_TTL = 7 * 86_400
 # Route names are URL path segments; ids of every kind stay printable and unambiguous.
 _IDENTIFIER = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
 
@@ -41,6 +44,13 @@ def require_knowledge_base(repositories: Repositories, kb_id: str) -> KnowledgeB
     record = repositories.knowledge_bases.get(kb_id)
     if record is None:
         raise AdminError(f"unknown knowledge base {kb_id!r}; create it with `agent-knowledge kb create {kb_id}`")
+    return record
+
+
+def require_route(repositories: Repositories, route: str) -> RouteRecord:
+    record = repositories.routes.get(route)
+    if record is None:
+        raise AdminError(f"unknown route {route!r}; create it with `agent-knowledge route put {route} --kb KB`")
     return record
 
 

@@ -8,7 +8,8 @@ subcommand — e.g. `mcp` — write `agent_knowledge_dev/commands/mcp.py` with
 
 and register it here: import the module below and append `mcp.COMMAND` to `COMMANDS`. `run` gets the
 parsed `argparse.Namespace` and returns the exit status; raise `CliError("what to do")` for a user
-mistake (one line on stderr, exit 1, no traceback). Add a row for it to the README's "Admin CLI"
+mistake (one line on stderr, exit 1, no traceback) — argument errors are reported the same way
+(`agent_knowledge_dev.arguments`). Add a row for it to the README's "Admin CLI"
 table too: tests/e2e/test_docs.py checks that every command is documented.
 """
 
@@ -18,6 +19,7 @@ import argparse
 import sys
 from collections.abc import Sequence
 
+from agent_knowledge_dev.arguments import ROOT_PROG, OneLineParser
 from agent_knowledge_dev.commands import Command, documents, invoke, mcp, serve, sessions, tasks, workspace
 from agent_knowledge_dev.console import CliError
 
@@ -33,12 +35,23 @@ COMMANDS: list[Command] = [
 
 
 def build_parser(commands: Sequence[Command] = COMMANDS) -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="agent-knowledge",
+    # Subparsers are built with the parent's class, so every level reports errors in one line.
+    parser = OneLineParser(
+        prog=ROOT_PROG,
         description="Run the agent knowledge API locally and administer a local or deployed stack.",
     )
+    parser.add_argument("--version", action="version", version=f"{ROOT_PROG} {package_version()}")
     _add_commands(parser, commands)
     return parser
+
+
+def package_version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("agent-knowledge")
+    except PackageNotFoundError:  # run from a checkout without `pip install -e .`
+        return "unknown (not installed)"
 
 
 def _add_commands(parser: argparse.ArgumentParser, commands: Sequence[Command]) -> None:
@@ -54,8 +67,8 @@ def _add_commands(parser: argparse.ArgumentParser, commands: Sequence[Command]) 
 
 
 def main(argv: Sequence[str] | None = None, commands: Sequence[Command] = COMMANDS) -> int:
-    arguments = build_parser(commands).parse_args(argv)
     try:
+        arguments = build_parser(commands).parse_args(argv)
         return int(arguments.run(arguments) or 0)
     except CliError as error:
         print(f"agent-knowledge: {error}", file=sys.stderr)

@@ -20,6 +20,8 @@ from agent_knowledge.repositories import Repositories
 from agent_knowledge_dev.admin import AdminError
 
 DEFAULT_TASK_TTL = 86_400
+# `task create --ttl` at most.
+MAX_TASK_TTL = 30 * 86_400
 # Every search/read of a task run checks each member's session (revocation blocks the task):
 # keep that bounded.
 MAX_MEMBERS = 16

@@ -98,4 +98,7 @@ def function_setting(function: str, name: str, default: Any) -> Any:
     """A function's own property `name` (e.g. MemorySize, Timeout), else Globals.Function's, else `default`."""
     document = template()
     own = document["Resources"][function]["Properties"].get(name)
-    return own if own is not None else document.get("Globals", {}).get("Function", {}).get(name, default)
+    value = own if own is not None else document.get("Globals", {}).get("Function", {}).get(name, default)
+    if isinstance(value, dict) and "Ref" in value:  # a template parameter: its default, as a deploy without overrides
+        value = document["Parameters"][value["Ref"]]["Default"]
+    return value

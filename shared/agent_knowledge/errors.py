@@ -12,7 +12,7 @@ code, a short safe message and the context a caller (or a log line) needs.
     │   └── TaskNotActive
     ├── TurnConflict                   an idempotency key already bound to another request (§9)
     ├── SearchAgain                    the reference cannot be used; a new search is the remedy (§5)
-    │   ├── ReferenceInvalid
+    │   ├── ReferenceInvalid(reason)    one message for every cause; the reason is logged
     │   ├── ReferenceExpired(expires_at)
     │   ├── ScopeChanged
     │   └── KnowledgeChanged
@@ -111,8 +111,19 @@ class SearchAgain(KnowledgeError):
 
 
 class ReferenceInvalid(SearchAgain):
+    """One message for every cause, so that a caller holding a stolen token cannot tell a forged
+    one from a genuine one issued to someone else. `reason` names the failed check for the logs
+    only (`context()`); it never contains the token."""
+
     code = "knowledge_reference_invalid"
     default_message = "the knowledge reference or cursor is invalid"
+
+    def __init__(self, reason: str | None = None) -> None:
+        super().__init__()  # never a caller-specific message
+        self.reason = reason
+
+    def context(self) -> dict[str, Any]:
+        return {"reason": self.reason} if self.reason else {}
 
 
 class ReferenceExpired(SearchAgain):

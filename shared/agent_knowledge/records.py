@@ -92,8 +92,10 @@ class KnowledgeBaseRecord(Record):
     kb_id: str
     name: str = ""
     enabled: bool = True
-    # Bumped (conditionally) every time the KB's search index snapshot is rebuilt.
+    # The KB's search index: its generation, bumped by each publish (a conditional write), and the
+    # object keys of the manifests of the kept generations, newest first (docs/DESIGN.md §10).
     generation: int = 0
+    index_manifests: list[str] = []
 
 
 # `ready`: the body is stored and the record may be served (search and read check this, and the

@@ -61,7 +61,7 @@ def test_scaling_runs_ours_and_both_raw_engines_at_each_size(results):
     result = figure(results, "scaling")
     assert [point["chunks"] for point in result["synthetic"]] == list(scaling.PROFILES["smoke"]["sizes"])
     for point in result["synthetic"]:
-        assert {"ours", "tantivy", "bm25s"} <= point.keys() and point["ours"]["snapshot_bytes"] > 0
+        assert {"ours", "tantivy", "bm25s"} <= point.keys() and point["ours"]["index_bytes"] > 0
 
 
 def test_memory_reports_the_peak_of_a_loaded_container(results):

@@ -20,6 +20,35 @@ def test_openapi_document_is_valid_openapi_3_1():
     assert spec()["openapi"].startswith("3.1")
 
 
+def _mappings(node, path=()):
+    """Every mapping of the document with its path, depth first."""
+    if isinstance(node, dict):
+        yield path, node
+        for key, value in node.items():
+            yield from _mappings(value, (*path, str(key)))
+    elif isinstance(node, list):
+        for index, value in enumerate(node):
+            yield from _mappings(value, (*path, str(index)))
+
+
+def test_openapi_has_no_flow_mapping_split_by_a_comma():
+    # `{type: number, description: A ranking number, not a probability.}` is valid YAML and valid
+    # OpenAPI: the comma ends the description and makes "not a probability." a key whose value is
+    # null. The spec validator accepts it (unknown keywords are allowed), so look for the symptoms.
+    problems = []
+    for path, mapping in _mappings(spec()):
+        where = "/".join(path)
+        names_properties = path[-1:] == ("properties",)  # its keys are field names, not keywords
+        for key, value in mapping.items():
+            if not names_properties and key in ("description", "summary", "title") and not isinstance(value, str):
+                problems.append(f"{where}/{key} is not a string: {value!r}")
+            if any(char.isspace() for char in str(key)):
+                problems.append(f"{where}: a key contains whitespace: {key!r}")
+            if value is None:
+                problems.append(f"{where}: {key!r} has no value")
+    assert problems == []
+
+
 def test_openapi_documents_the_three_knowledge_endpoints():
     paths = spec()["paths"]
     assert set(paths["/agent-api/v1/workspaces/{route}/knowledge/capabilities"]) >= {"get"}

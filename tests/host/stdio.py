@@ -21,12 +21,19 @@ SERVER_MODULE = [sys.executable, "-m", "agent_knowledge_host.mcp_server"]
 CONSOLE_SCRIPT = [str(Path(sys.executable).parent / "agent-knowledge-mcp")]
 
 
-def run_session(base_url: str, route: str, body: Session, token: str, launcher: list[str] = SERVER_MODULE) -> str:
+def run_session(
+    base_url: str,
+    route: str,
+    body: Session,
+    token: str,
+    launcher: list[str] = SERVER_MODULE,
+    extra_arguments: list[str] | None = None,
+) -> str:
     """Start the server over stdio, initialize, run `body`; return what the server wrote to stderr."""
     command, *arguments = launcher
     parameters = StdioServerParameters(
         command=command,
-        args=[*arguments, "--base-url", base_url, "--route", route],
+        args=[*arguments, "--base-url", base_url, "--route", route, *(extra_arguments or [])],
         env={TOKEN_ENV: token},
     )
 

@@ -123,3 +123,80 @@ def test_the_console_script_runs_main() -> None:
     (script,) = [point for point in entry_points(group="console_scripts") if point.name == "agent-knowledge-mcp"]
 
     assert script.load() is mcp_server.main
+
+
+def test_the_server_names_its_route_version_and_only_what_it_serves(api: FakeApi, knowledge: FakeKnowledge) -> None:
+    from importlib.metadata import version
+
+    seen: dict[str, Any] = {}
+
+    async def body(session: ClientSession) -> None:
+        seen["info"], seen["capabilities"] = session.server_info, session.server_capabilities
+        seen["instructions"] = session.instructions
+        seen["tools"] = {tool.name: tool.description for tool in (await session.list_tools()).tools}
+        try:
+            await session.list_prompts()
+        except Exception as error:  # noqa: BLE001 - any refusal will do; what matters is no empty list
+            seen["prompts"] = error
+        else:
+            seen["prompts"] = "answered"
+
+    run_session(api, body)
+
+    assert seen["info"].name == "agent-knowledge" and seen["info"].version == version("agent-knowledge")
+    capabilities = seen["capabilities"]
+    assert capabilities.tools is not None
+    assert capabilities.prompts is None and capabilities.resources is None
+    assert seen["prompts"] != "answered"
+    # A model learns which workspace the tools serve and when to call them.
+    instructions = seen["instructions"]
+    assert f"'{ROUTE}'" in instructions
+    assert "knowledge_search" in instructions and "knowledge_read" in instructions
+    assert "before answering" in instructions
+    for description in seen["tools"].values():
+        assert f"'{ROUTE}'" in description
+
+
+def test_the_route_description_given_by_the_host_is_in_the_instructions_and_search_tool(
+    api: FakeApi, knowledge: FakeKnowledge
+) -> None:
+    about = "the team handbook: annual leave, expenses, on-call"
+    seen: dict[str, Any] = {}
+
+    async def body(session: ClientSession) -> None:
+        seen["instructions"] = session.instructions
+        seen["tools"] = {tool.name: tool.description for tool in (await session.list_tools()).tools}
+
+    run_stdio_session(api.base_url, ROUTE, body, token=TOKEN, extra_arguments=["--about", about])
+
+    assert about in seen["instructions"] and about in seen["tools"]["knowledge_search"]
+
+
+@pytest.mark.parametrize(
+    ("tool", "arguments", "field"),
+    [
+        ("knowledge_search", {"query": "leave", "limit": 5}, "limit"),
+        ("knowledge_search", {"query": ""}, "query"),
+        ("knowledge_search", {"limit": 2}, "query"),
+        ("knowledge_search", {"query": "leave", "limit": "three"}, "limit"),
+        ("knowledge_read", {"ref": "r", "max_bytes": 100}, "max_bytes"),
+        ("knowledge_read", {}, "ref"),
+    ],
+)
+def test_invalid_arguments_read_like_protocol_errors_not_a_validation_dump(
+    api: FakeApi, knowledge: FakeKnowledge, tool: str, arguments: dict[str, Any], field: str
+) -> None:
+    seen: dict[str, types.CallToolResult] = {}
+
+    async def body(session: ClientSession) -> None:
+        seen["result"] = await session.call_tool(tool, arguments)
+
+    run_session(api, body)
+
+    result = seen["result"]
+    text = text_of(result)
+    assert result.is_error and api.requests == []
+    assert f"{tool}: invalid_request: {field}" in text and "What to do:" in text
+    assert "\n" not in text
+    for dump in ("validation error", "input_value", "pydantic", "type="):
+        assert dump not in text

@@ -84,6 +84,7 @@ def test_workspace_setup_and_session_lifecycle(run):
         "name": "Policies",
         "enabled": True,
         "generation": 0,
+        "index_manifests": [],
     }
     route = run(
         "route", "put", "hr", "--kb", "policies", DEMO_KB, "--top-k", "5", "--min-score", "0.5", "--max-docs", "2"
@@ -278,6 +279,106 @@ def test_moto_speedups_change_no_answer():
         moto_speedups.install()
     assert fast == plain
     assert fast[0] == item
+
+
+# Validation of options (issue 17): nothing half-understood reaches the stack.
+
+
+@pytest.mark.parametrize(
+    ("policy", "message"),
+    [
+        # The reviewer's case: a singular key was dropped, and the policy admitted every tenant.
+        ('{"tenant": ["acme"]}', "unknown key 'tenant' (did you mean 'tenants'?)"),
+        ('{"tenants": ["acme"], "role": ["x"]}', "unknown key 'role' (did you mean 'roles'?)"),
+        ('{"tenants": "acme"}', "tenants: Input should be a valid list"),
+        ('{"tenants": [1]}', "tenants.0: Input should be a valid string"),
+        ('{"enabled": "yes"}', "enabled: Input should be a valid boolean"),
+        ('{"anonymous": 1}', "anonymous: Input should be a valid boolean"),
+        ('["acme"]', "must be a JSON object"),
+        ('{"tenants": ["a"], "tenants": ["b"]}', "duplicate key"),
+        ('{"tenants": ["acme"]', "not valid JSON"),
+    ],
+)
+def test_route_audience_refuses_unknown_keys_and_wrong_types(run, policy, message):
+    result = run("route", "put", "guarded-2", "--kb", DEMO_KB, "--audience", policy)
+    assert result.status == 1 and result.stdout == ""
+    assert result.stderr.count("\n") == 1
+    assert "--audience is not a valid audience policy" in result.stderr and message in result.stderr
+    assert _repositories().routes.get("guarded-2") is None  # nothing was written
+
+
+def test_route_audience_accepts_every_documented_key(run):
+    policy = {
+        "enabled": True,
+        "anonymous": False,
+        "clients": ["demo-agent"],
+        "tenants": ["acme"],
+        "roles": ["analyst"],
+        "principals": ["ada"],
+        "audiences": ["*"],
+    }
+    route = run("route", "put", "guarded-3", "--kb", DEMO_KB, "--audience", json.dumps(policy)).json()
+    assert route["audience"] == policy
+
+
+def test_client_put_refuses_routes_that_do_not_exist(run):
+    result = run("client", "put", "lost-bot", "--route", DEMO_ROUTE, "no-such-route")
+    assert result.status == 1 and result.stderr.count("\n") == 1 and result.stdout == ""
+    assert "unknown route 'no-such-route'" in result.stderr and "route put no-such-route" in result.stderr
+    assert _repositories().clients.get("lost-bot") is None
+
+
+@pytest.mark.parametrize("ttl", ["604801", "99999999999", "-5", "0", "1.5", "soon"])
+def test_session_ttl_is_a_positive_number_of_seconds_up_to_7_days(run, ttl):
+    result = run("session", "issue", "--client", "demo-agent", "--route", DEMO_ROUTE, "--ttl", ttl)
+    assert result.status == 1 and result.stderr.count("\n") == 1 and result.stdout == ""
+    assert "--ttl" in result.stderr and "604800" in result.stderr
+
+
+def test_session_ttl_of_7_days_is_accepted(run):
+    issued = run("session", "issue", "--client", "demo-agent", "--route", DEMO_ROUTE, "--ttl", "604800").json()
+    assert issued["expires_at"] - time.time() == pytest.approx(604800, abs=30)
+
+
+@pytest.mark.parametrize("ttl", ["0", "-1", "2592001", "day"])
+def test_task_ttl_is_bounded(run, ttl):
+    result = run("task", "create", "--member", "ses_x", "--ttl", ttl)
+    assert result.status == 1 and result.stderr.count("\n") == 1 and "--ttl" in result.stderr
+
+
+@pytest.mark.parametrize("workers", ["0", "-2", "33", "two"])
+def test_doc_put_workers_must_be_1_to_32(run, tmp_path, workers):
+    result = run("doc", "put", DEMO_KB, "--dir", str(tmp_path), "--workers", workers)
+    assert result.status == 1 and result.stderr.count("\n") == 1 and result.stdout == ""
+    assert "--workers" in result.stderr
+
+
+@pytest.mark.parametrize(
+    ("arguments", "message"),
+    [
+        ((), "required: COMMAND"),
+        (("nosuch",), "invalid choice: 'nosuch'"),
+        (("route", "put"), "route put: the following arguments are required: ROUTE"),
+        (("session", "issue", "--route", DEMO_ROUTE), "session issue: the following arguments are required: --client"),
+        (("kb", "create", "x", "--bogus"), "unrecognized arguments: --bogus"),
+        (("route", "put", "r", "--top-k", "many"), "route put: argument --top-k"),
+    ],
+)
+def test_argument_errors_are_one_line_with_exit_status_1(run, arguments, message):
+    result = run(*arguments)
+    assert result.status == 1 and result.stdout == ""
+    assert result.stderr.count("\n") == 1, result.stderr
+    assert result.stderr.startswith("agent-knowledge: ") and message in result.stderr
+    assert "--help" in result.stderr  # says where to look
+
+
+def test_version(run, capsys):
+    from importlib.metadata import version
+
+    with pytest.raises(SystemExit) as exited:
+        cli.main(["--version"])
+    assert exited.value.code == 0
+    assert capsys.readouterr().out == f"agent-knowledge {version('agent-knowledge')}\n"
 
 
 # --- documents through the sources bucket ---------------------------------------------------------

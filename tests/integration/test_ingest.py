@@ -8,9 +8,10 @@ import pytest
 
 from agent_knowledge.errors import KnowledgeUnavailable
 from agent_knowledge.ingest.documents import IngestError, Ingestor
+from agent_knowledge.ingest.index_writer import manifests
 from agent_knowledge.repositories.bodies import BodyMissing
 from agent_knowledge.repositories.documents import document_id
-from agent_knowledge.retrieval.snapshots import snapshot_key
+from agent_knowledge.retrieval.index_cache import read_manifest, reset_local_state
 from agent_knowledge_dev.admin import create_knowledge_base
 from tests.support.retrieval import search_titles
 
@@ -125,7 +126,8 @@ def test_each_rebuild_publishes_the_next_generation(stack, ingestor):
     assert ingestor.rebuild_index("kb") == 1
     assert ingestor.rebuild_index("kb") == 2
     assert generation(stack) == 2
-    assert stack.repositories.bodies.read(snapshot_key("kb", 2))
+    kept = stack.repositories.knowledge_bases.get("kb").index_manifests
+    assert [read_manifest(stack.repositories.bodies, "kb", key).generation for key in kept] == [2, 1]
 
 
 def test_concurrent_ingests_into_one_kb_lose_nothing(stack, ingestor):
@@ -156,22 +158,25 @@ def test_concurrent_bulk_puts_then_one_rebuild(stack, ingestor):
     assert search_titles(stack, ["kb"], "number17") == ["Bulk 17"]
 
 
-def test_a_rebuild_that_loses_the_generation_race_retries_on_the_next(stack, ingestor, monkeypatch):
+def test_a_rebuild_that_loses_the_generation_race_catches_up_and_publishes_the_next(stack, ingestor, monkeypatch):
     ingestor.put("kb", "a.md", "A", "Alpha.", rebuild_index=False)
     kbs = stack.repositories.knowledge_bases
-    original = kbs.claim_generation
+    original = kbs.publish_index
     attempts: list[tuple[int, bool]] = []
 
-    def raced(kb_id: str, expected: int) -> bool:
+    def raced(kb_id: str, expected: int, kept: list[str]) -> bool:
         if not attempts:
-            assert original(kb_id, expected)  # another container claims this generation first
-        claimed = original(kb_id, expected)
-        attempts.append((expected, claimed))
-        return claimed
+            # Meanwhile another container stores b.md and publishes generation 1 first.
+            Ingestor(stack.repositories, clock=stack.clock).put("kb", "b.md", "B", "Bravo.", rebuild_index=False)
+            assert original(kb_id, expected, kept[:1])
+        published = original(kb_id, expected, kept)
+        attempts.append((expected, published))
+        return published
 
-    monkeypatch.setattr(kbs, "claim_generation", raced)
+    monkeypatch.setattr(kbs, "publish_index", raced)
     assert ingestor.rebuild_index("kb") == 2
     assert attempts == [(0, False), (1, True)]
+    assert search_titles(stack, ["kb"], "alpha") == ["A"] and search_titles(stack, ["kb"], "bravo") == ["B"]
 
 
 def test_a_rebuild_reads_only_the_bodies_it_does_not_have(stack, ingestor, monkeypatch):
@@ -194,7 +199,10 @@ def test_a_rebuild_reads_only_the_bodies_it_does_not_have(stack, ingestor, monke
     Ingestor(stack.repositories, clock=stack.clock).rebuild_index("kb")
     assert body_reads() == [b.document.body_key]
     assert search_titles(stack, ["kb"], "aardvark") == ["A"] and search_titles(stack, ["kb"], "bison") == ["B"]
-    stack.repositories.bodies.delete(snapshot_key("kb", generation(stack)))
+    for key in stack.repositories.knowledge_bases.get("kb").index_manifests:
+        stack.repositories.bodies.delete(key)
+    reset_local_state()  # a new container: no index files, no manifests at hand
+    manifests.clear()
     Ingestor(stack.repositories, clock=stack.clock).rebuild_index("kb")  # nothing to reuse: every body
     assert len(body_reads()) == 2
     assert search_titles(stack, ["kb"], "aardvark") == ["A"]

@@ -155,6 +155,44 @@ def test_reference_of_another_run_or_without_its_run_is_400(call, library):
     assert error(read(call, {"ref": unbound, "run_id": "run_a"}, token=token)) == (400, "knowledge_reference_invalid")
 
 
+def test_every_400_reference_error_says_the_same_and_logs_its_reason(call, library, caplog):
+    # A thief holding a stolen token must not learn from the answer whether it is genuine: a
+    # forged token, a genuine one of another caller and a cursor of another reference read alike.
+    ref = search_ref(call, "travel tips")
+    cursor = _first_cursor(call, ref)
+    other_ref = search_ref(call, "receipt")
+    session_id, token = new_session(library.repositories, library.clock())
+    create_run(library.repositories, session_id, library.clock(), run_id="run_t")
+    cases = {
+        "garbage": ({"ref": "garbage"}, DEMO_TOKEN),
+        "forged": ({"ref": _tamper(ref)}, DEMO_TOKEN),
+        "cursor as a reference": ({"ref": cursor}, DEMO_TOKEN),
+        "forged cursor": ({"ref": ref, "cursor": _tamper(cursor)}, DEMO_TOKEN),
+        "cursor of another reference": ({"ref": other_ref, "cursor": cursor}, DEMO_TOKEN),
+        "another caller": ({"ref": ref}, token),
+        "another run": ({"ref": search_ref(call, "receipt", token=token), "run_id": "run_t"}, token),
+    }
+    messages, reasons = set(), {}
+    for name, (body, bearer_token) in cases.items():
+        caplog.clear()
+        result = read(call, body, token=bearer_token)
+        assert error(result) == (400, "knowledge_reference_invalid"), name
+        messages.add(result.json()["message"])
+        (refused,) = [
+            record for record in caplog.records if getattr(record, "error_code", "") == result.json()["error"]
+        ]
+        reasons[name] = refused.reason
+        logged = " ".join(str(value) for value in vars(refused).values())
+        assert ref not in logged and cursor not in logged and other_ref not in logged
+    assert messages == {"the knowledge reference or cursor is invalid"}
+    # The logs tell an operator which check failed.
+    assert reasons["forged"] == "reference: bad signature"
+    assert reasons["forged cursor"] == "cursor: bad signature"
+    assert reasons["cursor of another reference"] == "the cursor belongs to another reference"
+    assert reasons["another caller"] == reasons["another run"] == "issued to another caller or run"
+    assert len(set(reasons.values())) >= 5
+
+
 def test_completed_run_cannot_read(call, library):
     session_id, token = new_session(library.repositories, library.clock())
     create_run(library.repositories, session_id, library.clock(), run_id="run_c")
@@ -168,12 +206,33 @@ def test_expiry_is_exact_for_references_and_cursors(call, library):
     library.clock.advance(299)
     assert read(call, {"ref": ref}).status == 200
     cursor = _first_cursor(call, ref)
+    assert read(call, {"ref": ref, "cursor": cursor, "max_bytes": 4096}).status == 200
     library.clock.advance(1)
     assert error(read(call, {"ref": ref})) == (410, "knowledge_reference_expired")
-    # The chain continues on its cursor's clock.
-    assert read(call, {"ref": ref, "cursor": cursor, "max_bytes": 4096}).status == 200
-    library.clock.advance(299)
+    # A cursor never outlives its reference: the whole chain ends with the reference's 300 s.
     assert error(read(call, {"ref": ref, "cursor": cursor})) == (410, "knowledge_reference_expired")
+
+
+def test_an_expired_cursor_is_expired_even_while_its_reference_is_fresh(call, library):
+    from agent_knowledge.references.codec import CursorClaims, reference_digest
+
+    ref = search_ref(call, "travel tips")
+    codec = library.dependencies().token_codec()
+    claims = CursorClaims(reference=reference_digest(ref), offset=0, served=0)
+    stale, _ = codec.issue_cursor(claims, library.clock() - 300)  # e.g. from a container whose clock lags
+    assert error(read(call, {"ref": ref, "cursor": stale})) == (410, "knowledge_reference_expired")
+
+
+def test_a_chain_of_fresh_cursors_cannot_extend_the_reference_lifetime(call, library):
+    ref = search_ref(call, "travel tips")
+    cursor = _first_cursor(call, ref)
+    for _ in range(2):  # a page every 100 s: each cursor is used well within its own 300 s
+        library.clock.advance(100)
+        result = read(call, {"ref": ref, "cursor": cursor, "max_bytes": 4096})
+        assert result.status == 200, result.body
+        cursor = result.json()["next_cursor"]
+    library.clock.advance(100)  # the cursor is 100 s old, the reference 300 s
+    assert error(read(call, {"ref": ref, "cursor": cursor, "max_bytes": 4096})) == (410, "knowledge_reference_expired")
 
 
 def test_invalid_is_reported_before_expired(call, library):

@@ -7,7 +7,7 @@ import pytest
 from agent_knowledge.errors import KnowledgeUnavailable
 from agent_knowledge.ingest.documents import Ingestor
 from agent_knowledge.records import SourceConfig
-from agent_knowledge.retrieval.snapshots import index_cache, snapshot_key
+from agent_knowledge.retrieval.index_cache import index_cache
 from agent_knowledge_dev.admin import create_knowledge_base
 from tests.support.retrieval import search, search_titles
 
@@ -157,12 +157,14 @@ def test_a_kb_without_an_index_answers_with_no_hits(stack, ingestor):
     assert result.documents == [] and result.answered_kb_ids == ["other"] and result.failed_kb_ids == []
 
 
-def test_a_missing_snapshot_falls_back_to_the_previous_generation(stack, ingestor):
-    # Generation 2 is claimed but its snapshot never arrives (a builder died): readers use 1.
-    assert stack.repositories.knowledge_bases.claim_generation("kb", 1)
+def test_a_missing_manifest_falls_back_to_the_previous_generation(stack, ingestor):
+    ingestor.put("kb", "new.md", "New", "Fresh cats.")  # generation 2
+    newest, previous = stack.repositories.knowledge_bases.get("kb").index_manifests[:2]
+    stack.repositories.bodies.delete(newest)  # generation 2's manifest is lost: readers use 1
     index_cache.clear()
-    assert search_titles(stack, ["kb"], "cats") == ["Cats"]
-    stack.repositories.bodies.delete(snapshot_key("kb", 1))
+    result = search(stack, ["kb"], "cats")
+    assert [hit.document.title for hit in result.documents] == ["Cats"] and result.failed_kb_ids == []
+    stack.repositories.bodies.delete(previous)
     index_cache.clear()
     assert search(stack, ["kb"], "cats").failed_kb_ids == ["kb"]
 
@@ -174,10 +176,10 @@ def test_the_index_is_reused_until_the_generation_changes(stack, ingestor, monke
     monkeypatch.setattr(stack.repositories.bodies, "read", lambda key: reads.append(key) or original(key))
     search(stack, ["kb"], "cats")
     assert reads == []
-    ingestor.put("kb", "new.md", "New", "Fresh cats.")  # rebuilds: generation 2
+    ingestor.put("kb", "new.md", "New", "Fresh cats.")  # updates the index: generation 2
     reads.clear()
     assert "New" in search_titles(stack, ["kb"], "fresh cats")
-    assert snapshot_key("kb", 2) in reads
+    assert reads == [stack.repositories.knowledge_bases.get("kb").index_manifests[0]]
 
 
 def test_english_stop_words_do_not_score(stack, ingestor):

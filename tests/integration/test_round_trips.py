@@ -7,7 +7,7 @@ Every call is slowed down (`LATENCY_SECONDS`, before moto answers), so calls the
 overlaps really overlap in time and calls it makes one after another never do; the depth is
 then the largest number of calls that do not overlap each other (greedy interval scheduling),
 which is the length of the request's critical path in round trips. Requests are measured warm:
-the signing key and the index snapshots are already cached by an earlier request.
+the signing key and the opened indexes are already cached by an earlier request.
 """
 
 from __future__ import annotations

@@ -115,14 +115,14 @@ def _two_sources(stack) -> None:
 
 def _break_index_of(monkeypatch, kb_id: str) -> None:
     from agent_knowledge.errors import KnowledgeUnavailable
-    from agent_knowledge.retrieval.snapshots import IndexCache
+    from agent_knowledge.retrieval.index_cache import IndexCache
 
     original = IndexCache.get
 
-    def failing(self, bodies, kb, generation):
-        if kb == kb_id:
+    def failing(self, bodies, kb):
+        if kb.kb_id == kb_id:
             raise KnowledgeUnavailable("index storage failed")
-        return original(self, bodies, kb, generation)
+        return original(self, bodies, kb)
 
     monkeypatch.setattr(IndexCache, "get", failing)
 

@@ -222,8 +222,8 @@ def test_limits_at_their_bounds_are_accepted(call, library):
 
 
 def test_body_limit_is_512_kib(call, library):
-    page = {"text": "p" * (300 * 1024)}  # well over the 64 KiB of other endpoints
-    assert turn(call, turn_body(page_context=page)).status == 200
+    # 64,000 emoji are 256,000 UTF-8 bytes: well over the 64 KiB of other endpoints.
+    assert turn(call, turn_body(user_input="vacation " + "😀" * 63_990)).status == 200
     huge = {"text": "p" * (520 * 1024)}
     result = turn(call, turn_body(client_turn_id="big", user_message_id="big", page_context=huge))
     assert error(result) == (400, "invalid_request") and "512 KiB" in result.json()["message"]

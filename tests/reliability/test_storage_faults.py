@@ -14,7 +14,8 @@ import pytest
 
 from agent_knowledge.references.server_token import reset_codec
 from agent_knowledge.repositories import aws
-from agent_knowledge.retrieval.snapshots import index_cache, snapshot_key
+from agent_knowledge.retrieval.index_cache import reset_local_state
+from agent_knowledge.retrieval.layout import prefix
 from agent_knowledge_dev.demo import DEMO_KB
 from agent_knowledge_dev.testing import load_event, with_changes
 from tests.reliability.conftest import OTHER_KB
@@ -54,7 +55,7 @@ def expected_attempts(fault: Fault, endpoint: str) -> dict[str, int]:
     if endpoint == "capabilities":
         return {}  # capabilities touches neither bodies nor the signing key
     if fault.service == "s3":
-        return {"GetObject": per_call * (2 if endpoint == "search" else 1)}  # search: one snapshot per KB
+        return {"GetObject": per_call * (2 if endpoint == "search" else 1)}  # search: one manifest per KB
     return {"GetSecretValue": per_call}
 
 
@@ -63,8 +64,8 @@ def expected_attempts(fault: Fault, endpoint: str) -> dict[str, int]:
 def test_every_fault_on_every_endpoint(call, two_kbs, faults, fault_name, endpoint):
     fault = FAULTS[fault_name]
     ref = search(call).json()["hints"][0]["ref"]
-    # Cold container state: the index snapshots and the signing key must be fetched again.
-    index_cache.clear()
+    # Cold container state: the index files and the signing key must be fetched again.
+    reset_local_state()
     reset_codec()
     with faults.inject(aws.client(CLIENTS[fault.service]), fault):
         if endpoint == "capabilities":
@@ -91,14 +92,14 @@ def test_every_fault_on_every_endpoint(call, two_kbs, faults, fault_name, endpoi
         assert after.json()["status"] == "ok" and len(after.json()["hints"]) == 2
 
 
-def _snapshot_of(kb_id: str):
-    return lambda request: f"/{snapshot_key(kb_id, 1)}".split("?")[0] in request.url
+def _index_of(kb_id: str):
+    return lambda request: f"/{prefix(kb_id)}" in request.url
 
 
 @pytest.mark.parametrize("fault_name", ["s3-slow-down", "s3-500", "s3-read-timeout", "s3-access-denied"])
 def test_one_failing_source_is_partial_with_the_other_sources_hits(call, two_kbs, faults, fault_name):
-    index_cache.clear()
-    with faults.inject(aws.client("s3"), FAULTS[fault_name], "GetObject", when=_snapshot_of(DEMO_KB)):
+    reset_local_state()
+    with faults.inject(aws.client("s3"), FAULTS[fault_name], "GetObject", when=_index_of(DEMO_KB)):
         result = search(call)
     assert result.status == 200
     body = result.json()
@@ -106,10 +107,10 @@ def test_one_failing_source_is_partial_with_the_other_sources_hits(call, two_kbs
     assert [hint["title"] for hint in body["hints"]] == ["On-call"]
 
 
-def test_a_missing_index_snapshot_is_partial(call, two_kbs):
-    index_cache.clear()
-    generation = two_kbs.repositories.knowledge_bases.get(OTHER_KB).generation
-    two_kbs.repositories.bodies.delete(snapshot_key(OTHER_KB, generation))
+def test_a_missing_index_manifest_is_partial(call, two_kbs):
+    reset_local_state()
+    for key in two_kbs.repositories.knowledge_bases.get(OTHER_KB).index_manifests:
+        two_kbs.repositories.bodies.delete(key)
     body = search(call).json()
     assert body["status"] == "partial" and [hint["title"] for hint in body["hints"]] == ["Expenses"]
 

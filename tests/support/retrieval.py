@@ -14,7 +14,8 @@ def scope_of(stack, kb_ids: list[str], **config) -> Scope:
 
 
 def search(stack, kb_ids: list, query: str, max_docs: int = 3, **config) -> RetrievalResult:
-    return retrieve(stack.repositories, scope_of(stack, kb_ids, **config), query, max_docs)
+    scope = scope_of(stack, kb_ids, **config)
+    return retrieve(stack.repositories.bodies, stack.repositories.documents, scope, query, max_docs)
 
 
 def search_titles(stack, kb_ids: list, query: str, max_docs: int = 3) -> list[str]:

@@ -67,3 +67,10 @@ def test_errors_carry_context_without_changing_their_message():
 def test_a_401_asks_for_a_bearer():
     assert error_response(401, "unauthorized", "x").headers["WWW-Authenticate"] == 'Bearer realm="agent-api"'
     assert "WWW-Authenticate" not in (error_response(404, "workspace_not_found", "x").headers or {})
+
+
+def test_a_reference_error_keeps_its_reason_out_of_the_message():
+    invalid = errors.ReferenceInvalid("issued to another caller or run")
+    assert invalid.message == errors.ReferenceInvalid.default_message
+    assert invalid.context() == {"reason": "issued to another caller or run"}
+    assert errors.ReferenceInvalid().context() == {}

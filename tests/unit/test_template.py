@@ -123,7 +123,7 @@ def test_only_the_turn_functions_write_and_only_the_runs_table():
 
 def test_s3_grants_name_the_key_prefixes_the_code_writes():
     from agent_knowledge.repositories.bodies import body_key
-    from agent_knowledge.retrieval.snapshots import snapshot_key
+    from agent_knowledge.retrieval.layout import IndexFile, file_key, manifest_key
 
     prefixes = {
         "SearchFunction": {"indexes/"},
@@ -131,7 +131,8 @@ def test_s3_grants_name_the_key_prefixes_the_code_writes():
         "TurnsFunction": {"indexes/", "bodies/"},
     }
     assert body_key("kb", "doc", "rev").startswith("bodies/")
-    assert snapshot_key("kb", 1).startswith("indexes/")
+    assert manifest_key("kb", 1).startswith("indexes/")
+    assert file_key("kb", f"{'0' * 32}.idx", IndexFile(sha256="a" * 64, size=1)).startswith("indexes/")
     for function, expected in prefixes.items():
         objects = [
             r["Fn::Sub"] for s in _allow_statements(function) if "s3:GetObject" in s["Action"] for r in _resources(s)

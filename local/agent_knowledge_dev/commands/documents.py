@@ -20,11 +20,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from agent_knowledge_dev.arguments import bounded_int
 from agent_knowledge_dev.commands import Command
 from agent_knowledge_dev.console import CliError, note, print_json
 from agent_knowledge_dev.target import add_target_arguments, connect, sources_bucket
 
 DEFAULT_WORKERS = 4
+# More workers than the AWS clients' 32 pooled connections would only wait for one.
+MAX_WORKERS = 32
 
 
 def _wait_arguments(parser: argparse.ArgumentParser) -> None:
@@ -42,7 +45,12 @@ def _put_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--dir", type=Path, metavar="DIR", help="every .md/.txt/.html file below DIR")
     parser.add_argument("--prune", action="store_true", help="with --dir: delete documents whose files are gone")
     _wait_arguments(parser)
-    parser.add_argument("--workers", type=int, default=DEFAULT_WORKERS, help="parallel uploads with --dir (default 4)")
+    parser.add_argument(
+        "--workers",
+        type=bounded_int(1, MAX_WORKERS),
+        default=DEFAULT_WORKERS,
+        help=f"parallel uploads with --dir, 1-{MAX_WORKERS} (default {DEFAULT_WORKERS})",
+    )
     parser.add_argument(
         "--progress",
         action=argparse.BooleanOptionalAction,

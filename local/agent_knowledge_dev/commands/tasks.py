@@ -6,9 +6,11 @@ import argparse
 from collections.abc import Callable
 
 from agent_knowledge.repositories import Repositories
+from agent_knowledge_dev.arguments import bounded_int
 from agent_knowledge_dev.commands import Command
 from agent_knowledge_dev.console import print_json
 from agent_knowledge_dev.target import add_target_arguments, connect
+from agent_knowledge_dev.tasks_admin import DEFAULT_TASK_TTL, MAX_TASK_TTL
 
 
 def _create_arguments(parser: argparse.ArgumentParser) -> None:
@@ -21,7 +23,13 @@ def _create_arguments(parser: argparse.ArgumentParser) -> None:
         required=True,
         help="member sessions (one or more, or repeat the flag); members become task-required",
     )
-    parser.add_argument("--ttl", type=int, default=86_400, metavar="SECONDS", help="lifetime (default 86400)")
+    parser.add_argument(
+        "--ttl",
+        type=bounded_int(1, MAX_TASK_TTL, "30 days"),
+        default=DEFAULT_TASK_TTL,
+        metavar="SECONDS",
+        help=f"lifetime, 1-{MAX_TASK_TTL} (30 days; default {DEFAULT_TASK_TTL})",
+    )
     add_target_arguments(parser)
 
 

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import argparse
-import json
 from typing import Any
 
+from agent_knowledge_dev.arguments import json_option
 from agent_knowledge_dev.commands import Command, documents
-from agent_knowledge_dev.console import CliError, note, print_json
+from agent_knowledge_dev.console import note, print_json
 from agent_knowledge_dev.target import add_target_arguments, connect
+
+AUDIENCE_EXAMPLE = '{"tenants": ["acme"], "roles": ["analyst"]}'
 
 
 def _client_arguments(parser: argparse.ArgumentParser) -> None:
@@ -26,9 +28,10 @@ def _client_put(arguments: argparse.Namespace) -> int:
     admin.check_identifier("client id", arguments.client_app_id)
     for route in arguments.routes:
         admin.check_identifier("route", route)
-    record = admin.put_client(
-        connect(arguments), arguments.client_app_id, arguments.routes, enabled=not arguments.disabled
-    )
+    repositories = connect(arguments)
+    for route in dict.fromkeys(arguments.routes):
+        admin.require_route(repositories, route)
+    record = admin.put_client(repositories, arguments.client_app_id, arguments.routes, enabled=not arguments.disabled)
     print_json(record.model_dump(mode="json"))
     return 0
 
@@ -43,24 +46,18 @@ def _route_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--audience",
         metavar="JSON",
-        help='audience policy, e.g. \'{"tenants": ["acme"], "roles": ["analyst"]}\' (default: everyone)',
+        help=f"audience policy, e.g. '{AUDIENCE_EXAMPLE}' (default: everyone)",
     )
     parser.add_argument("--instructions", help="route instructions (default: keep the current ones)")
     add_target_arguments(parser)
 
 
 def _audience(text: str | None) -> Any:
-    from pydantic import ValidationError
-
     from agent_knowledge.records import AudiencePolicy
 
     if text is None:
         return None
-    try:
-        return AudiencePolicy.model_validate(json.loads(text))
-    except ValueError as exc:
-        detail = exc.errors()[0]["msg"] if isinstance(exc, ValidationError) else str(exc)
-        raise CliError(f"--audience is not a valid audience policy: {detail}") from None
+    return json_option("--audience", text, AudiencePolicy, "audience policy", AUDIENCE_EXAMPLE)
 
 
 def _route_put(arguments: argparse.Namespace) -> int:

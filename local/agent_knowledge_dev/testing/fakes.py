@@ -6,9 +6,11 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import BinaryIO
 
 from agent_knowledge.records import DocumentRecord, KnowledgeBaseRecord
-from agent_knowledge.repositories.bodies import BodyMissing
+from agent_knowledge.repositories.bodies import BodyMissing, ListedObject, Sink
 
 
 class FakeClock:
@@ -41,6 +43,20 @@ class MemoryBodies:
     def put(self, key: str, body: bytes, sha256_hex: str) -> None:
         self.objects[key] = body
 
+    def put_file(self, key: str, source: BinaryIO, sha256_hex: str, content_type: str) -> int:
+        self.objects[key] = source.read()
+        return len(self.objects[key])
+
+    def download(self, key: str, target: Sink) -> int:
+        data = self.read(key)
+        target.write(data)
+        return len(data)
+
+    def list(self, prefix: str) -> Iterator[ListedObject]:
+        now = datetime.now(UTC)
+        listed = [ListedObject(key, len(data), now) for key, data in self.objects.items() if key.startswith(prefix)]
+        return iter(listed)
+
     def delete(self, key: str) -> None:
         self.objects.pop(key, None)
 
@@ -59,7 +75,7 @@ class MemoryDocuments:
 
 
 class MemoryKnowledgeBases:
-    """Stands in for the KB records of the config table: generations claimed without contention."""
+    """Stands in for the KB records of the config table: index generations published conditionally."""
 
     def __init__(self, *kb_ids: str) -> None:
         self.records = {kb_id: KnowledgeBaseRecord(kb_id=kb_id, generation=0) for kb_id in kb_ids}
@@ -67,16 +83,17 @@ class MemoryKnowledgeBases:
     def get(self, kb_id: str) -> KnowledgeBaseRecord | None:
         return self.records.get(kb_id)
 
-    def claim_generation(self, kb_id: str, expected: int) -> bool:
+    def publish_index(self, kb_id: str, expected: int, manifests: list[str]) -> bool:
         if self.records[kb_id].generation != expected:
             return False
-        self.records[kb_id] = self.records[kb_id].model_copy(update={"generation": expected + 1})
+        update = {"generation": expected + 1, "index_manifests": manifests}
+        self.records[kb_id] = self.records[kb_id].model_copy(update=update)
         return True
 
 
 @dataclass
 class MemoryRepositories:
-    """The repositories `retrieve()`, the index cache and the index rebuild use, in memory."""
+    """The repositories `retrieve()`, the index cache and the index writers use, in memory."""
 
     bodies: MemoryBodies = field(default_factory=MemoryBodies)
     documents: MemoryDocuments = field(default_factory=MemoryDocuments)

@@ -29,7 +29,8 @@ from agent_knowledge.ingest.content import (
     PreparedDocument,
     prepare_document,
 )
-from agent_knowledge.ingest.index_rebuild import RecentChunks, rebuild_kb_index
+from agent_knowledge.ingest.index_chunks import RecentChunks
+from agent_knowledge.ingest.index_rebuild import rebuild_kb_index
 from agent_knowledge.ingest.index_update import update_kb_index
 from agent_knowledge.ingest.indexing import clear_marks, marked_records, publish_pending
 from agent_knowledge.records import DocumentRecord, KnowledgeBaseRecord
@@ -332,8 +333,8 @@ class Ingestor:
             return False
         deleted = self._repositories.documents.delete(kb_id, doc_id)
         self._discard(existing.body_key)
-        if rebuild_index:
-            self.rebuild_index(kb_id)
+        if rebuild_index:  # an incremental update: only this document's chunks leave the index
+            update_kb_index(self._repositories, kb_id, [doc_id], known=self._recent)
         return deleted
 
     def list(self, kb_id: str) -> list[DocumentRecord]:

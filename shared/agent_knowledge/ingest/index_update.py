@@ -2,19 +2,132 @@
 
 `document_ids` names documents whose record changed (created, updated or deleted); the update
 reads their current records, so a batch is idempotent and the order of changes inside it does
-not matter. Today this rebuilds the whole index; the segment layout replaces it with an
-incremental update of only these documents.
+not matter. Starting from the KB's current generation g (a local copy: files this container
+already holds are reused, the others downloaded), every chunk of a changed document is deleted by
+term and the chunks of the ones now ready are added; one commit; only the new files (a small
+segment, delete bitsets of the segments that lost chunks, whatever the merge policy merged) are
+uploaded and g + 1 is published conditionally. If another writer published first, the batch is
+applied again on top of its generation, with the records read again, so no change is lost. A KB
+without a readable current generation (never built, another schema or tantivy version, a corrupt
+manifest or file) is rebuilt in full instead (`index_rebuild`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Collection
 
+from agent_knowledge.errors import KnowledgeUnavailable
+from agent_knowledge.ingest.content import IngestError
+from agent_knowledge.ingest.index_chunks import RecentChunks, chunk_loader, verified
 from agent_knowledge.ingest.index_rebuild import rebuild_kb_index
+from agent_knowledge.ingest.index_writer import (
+    MAX_PUBLISH_ATTEMPTS,
+    Published,
+    apply_changes,
+    describe,
+    keep_local_copy,
+    manifests,
+    publish,
+    writer_owner,
+)
+from agent_knowledge.records import DocumentRecord, KnowledgeBaseRecord
 from agent_knowledge.repositories import Repositories
+from agent_knowledge.retrieval.kb_index import KbIndex
+from agent_knowledge.retrieval.layout import IndexManifest, IndexUnavailable
+from agent_knowledge.retrieval.local_files import LocalFiles, local_files
+from agent_knowledge.runtime.observability import logger
+
+_REBUILD = object()
 
 
-def update_kb_index(repositories: Repositories, kb_id: str, document_ids: Collection[str]) -> int:
-    """Make the KB's index reflect the current records of `document_ids`; returns the published generation."""
-    del document_ids  # a full rebuild covers every document
-    return rebuild_kb_index(repositories, kb_id)
+def update_kb_index(
+    repositories: Repositories,
+    kb_id: str,
+    document_ids: Collection[str],
+    known: RecentChunks | None = None,
+    files: LocalFiles = local_files,
+) -> int:
+    """Make the KB's index reflect the current records of `document_ids`; returns the generation
+    that does (the current one if nothing had to change). `known` holds chunk texts the caller
+    just stored (their bodies are then not read back)."""
+    wanted = sorted(set(document_ids))
+    for _ in range(MAX_PUBLISH_ATTEMPTS):
+        kb = repositories.knowledge_bases.get(kb_id)
+        if kb is None:
+            raise IngestError(f"knowledge base {kb_id!r} does not exist")
+        if not wanted:
+            return kb.generation
+        base = _base(repositories, kb)
+        outcome = _REBUILD if base is None else _apply(repositories, kb, base, wanted, known, files)
+        if outcome is _REBUILD:
+            return rebuild_kb_index(repositories, kb_id, known=known, files=files)
+        if isinstance(outcome, int):
+            return outcome
+    raise KnowledgeUnavailable("the knowledge base index is being updated too often; try again")
+
+
+def _base(repositories: Repositories, kb: KnowledgeBaseRecord) -> IndexManifest | None:
+    if kb.generation <= 0 or not kb.index_manifests:
+        return None
+    try:
+        return manifests.get(repositories.bodies, kb.kb_id, kb.index_manifests[0])
+    except IndexUnavailable as exc:
+        logger.warning("index rebuilt: current generation unreadable", extra={"kb_id": kb.kb_id, "error": str(exc)})
+        return None
+
+
+def _apply(
+    repositories: Repositories,
+    kb: KnowledgeBaseRecord,
+    base: IndexManifest,
+    wanted: list[str],
+    known: RecentChunks | None,
+    files: LocalFiles,
+) -> object:
+    """Published generation, the base's generation if nothing changed, None if another writer
+    published first, or _REBUILD."""
+    try:
+        directory, _ = files.materialize(repositories.bodies, base, writer_owner(kb.kb_id))
+    except IndexUnavailable as exc:
+        logger.warning("index rebuilt: current generation unreadable", extra={"kb_id": kb.kb_id, "error": str(exc)})
+        return _REBUILD
+    try:
+        try:
+            current = KbIndex.open(directory, base.generation)
+        except ValueError as exc:
+            logger.warning(
+                "index rebuilt: current generation does not open", extra={"kb_id": kb.kb_id, "error": str(exc)}
+            )
+            return _REBUILD
+        # Records are read after the KB record: a generation published before that read holds
+        # only changes older than these records.
+        records = repositories.documents.get_many([(kb.kb_id, doc_id) for doc_id in wanted])
+        present: set[str] = set()
+        changed: list[str] = []
+        ready: list[DocumentRecord] = []
+        for doc_id in wanted:
+            record = records.get((kb.kb_id, doc_id))
+            stored = current.stored_chunks(doc_id)
+            if stored:
+                present.add(doc_id)
+            is_ready = record is not None and record.status == "ready"
+            if (is_ready and record is not None and verified(record, stored) is not None) or (
+                not is_ready and not stored
+            ):
+                continue  # the index already says what the record says (e.g. a batch delivered twice)
+            changed.append(doc_id)
+            if is_ready and record is not None:
+                ready.append(record)
+        if not changed:
+            return base.generation
+        del current  # the writer below must be the only one holding the segments
+        added = apply_changes(directory, changed, ready, chunk_loader(repositories.bodies, [known]))
+        documents = base.documents - len(present & set(changed)) + len(added)
+        manifest = describe(directory, kb.kb_id, kb.generation + 1, documents, base, kind="update")
+        published: Published | None = publish(repositories, kb, manifest, directory, base, set())
+        if published is None:
+            return None
+        keep_local_copy(files, directory, published)
+        return published.generation
+    finally:
+        files.discard(directory)

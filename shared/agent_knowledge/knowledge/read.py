@@ -48,23 +48,30 @@ from agent_knowledge.runtime.container import Dependencies
 
 
 def _open_tokens(codec: TokenCodec, request: ReadRequest) -> tuple[ReferenceClaims, CursorClaims | None]:
+    # Reasons are the codec's fixed phrases (never token text); they reach the logs only.
     try:
         reference = codec.open_reference(request.ref)
+    except TokenInvalid as exc:
+        raise ReferenceInvalid(f"reference: {exc}") from None
+    try:
         cursor = codec.open_cursor(request.cursor) if request.cursor else None
-    except TokenInvalid:
-        raise ReferenceInvalid() from None
+    except TokenInvalid as exc:
+        raise ReferenceInvalid(f"cursor: {exc}") from None
     if cursor is not None:
         if not hmac.compare_digest(cursor.reference, reference_digest(request.ref)):
             raise ReferenceInvalid("the cursor belongs to another reference")
         if cursor.offset != cursor.served or cursor.served > READ_CHAIN_MAX_BYTES:
-            raise ReferenceInvalid()
+            raise ReferenceInvalid("the cursor's offsets are out of bounds")
     return reference, cursor
 
 
 def _ensure_fresh(reference: ReferenceClaims, cursor: CursorClaims | None, now: float) -> None:
-    # A chain continues on its cursor's clock: each page issues a cursor valid for 300 s.
+    # Both clocks count: a cursor is issued fresh on every page, so checking it alone would let a
+    # chain refresh itself forever; the reference's 300 s bound the whole chain.
     try:
-        ensure_fresh(cursor.expires_at if cursor else reference.expires_at, now)
+        ensure_fresh(reference.expires_at, now)
+        if cursor is not None:
+            ensure_fresh(cursor.expires_at, now)
     except TokenExpired as expired:
         raise ReferenceExpired(expires_at=expired.expires_at) from None
 
@@ -163,7 +170,7 @@ def read_knowledge(
     if request.run_id != reference.run_id or not hmac.compare_digest(
         identity_digest(caller, reference.run_id), reference.identity
     ):
-        raise ReferenceInvalid("the reference was issued to another caller or run")
+        raise ReferenceInvalid("issued to another caller or run")
     scope = workspace.scope
     if not hmac.compare_digest(scope_digest(scope.revision), reference.scope):
         raise ScopeChanged()
@@ -174,7 +181,7 @@ def read_knowledge(
     offset = cursor.offset if cursor else 0
     served = cursor.served if cursor else 0
     if offset > document.body_bytes:
-        raise ReferenceInvalid()
+        raise ReferenceInvalid("the cursor's offset is past the end of the body")
 
     end = window_end(offset, served, document.body_bytes, request.max_bytes)
     window = _window(deps, document, fetches[0] if fetches else None, offset, end)

@@ -50,7 +50,13 @@ def search_knowledge(
         _record_metrics(outcome, started)
         return outcome
 
-    result = retrieve(deps.repositories, scope, query.strip(), max_docs=min(limit, scope.config.max_docs))
+    result = retrieve(
+        deps.repositories.bodies,
+        deps.repositories.documents,
+        scope,
+        query.strip(),
+        max_docs=min(limit, scope.config.max_docs),
+    )
     drafts = hint_drafts(deps.token_codec(), caller, run_id, scope.revision, result.documents, deps.clock())
     # One response model: its wire form sizes the envelope, then it takes the hints that fit.
     response.status = search_status(result)

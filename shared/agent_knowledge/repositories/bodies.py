@@ -1,4 +1,5 @@
-"""Document bodies in S3, under a key unique to the write that stored it.
+"""Document bodies in S3, under a key unique to the write that stored it; also the search index's
+files (`agent_knowledge.retrieval.layout`), uploaded and downloaded as streams.
 
 Each object records the SHA-256 of its bytes in its metadata. Reads are ranged and
 conditional on the ETag recorded at ingest (`IfMatch`), so a page is served from exactly the
@@ -7,15 +8,18 @@ object the document record describes, or not at all.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import Any
+from datetime import datetime
+from typing import Any, BinaryIO, Protocol
 
 from botocore.exceptions import ClientError
 
 from agent_knowledge.repositories.errors import is_missing_object, is_replaced_object, storage_errors
 
 SHA256_METADATA = "sha256"
+# Streaming downloads hand the object over in pieces of this size: never the whole object in memory.
+DOWNLOAD_CHUNK_BYTES = 1024 * 1024
 
 
 class BodyMissing(Exception):
@@ -30,6 +34,19 @@ class BodyReplaced(BodyMissing):
 class StoredBody:
     key: str
     etag: str
+
+
+class Sink(Protocol):
+    """Where a streaming download writes (a file, or a wrapper that also hashes)."""
+
+    def write(self, data: bytes, /) -> int: ...
+
+
+@dataclass(frozen=True)
+class ListedObject:
+    key: str
+    size: int
+    last_modified: datetime
 
 
 def body_key(kb_id: str, doc_id: str, revision: str, write_id: str = "") -> str:
@@ -62,6 +79,52 @@ class BodyStore:
                 Metadata={SHA256_METADATA: sha256_hex},
             )
         return StoredBody(key=key, etag=response["ETag"])
+
+    def put_file(self, key: str, source: BinaryIO, sha256_hex: str, content_type: str) -> int:
+        """Upload an open file, streamed from its current position (large index files never sit
+        in memory whole); returns the bytes uploaded."""
+        start = source.tell()
+        with storage_errors("index storage"):
+            self._s3.put_object(
+                Bucket=self._bucket,
+                Key=key,
+                Body=source,
+                ContentType=content_type,
+                Metadata={SHA256_METADATA: sha256_hex},
+            )
+        source.seek(0, 2)
+        return source.tell() - start
+
+    def download(self, key: str, target: Sink) -> int:
+        """Stream the object into `target` piece by piece; returns the bytes written. Raises
+        BodyMissing if it is gone."""
+        written = 0
+        try:
+            with storage_errors("index storage", passthrough=is_missing_object):
+                body = self._s3.get_object(Bucket=self._bucket, Key=key)["Body"]
+                try:
+                    for piece in body.iter_chunks(DOWNLOAD_CHUNK_BYTES):
+                        target.write(piece)
+                        written += len(piece)
+                finally:
+                    body.close()
+        except ClientError as exc:
+            if is_missing_object(exc):
+                raise BodyMissing(key) from exc
+            raise
+        return written
+
+    def list(self, prefix: str) -> Iterator[ListedObject]:
+        """Every object whose key starts with `prefix`, a page (1,000 keys) at a time."""
+        request: dict[str, Any] = {"Bucket": self._bucket, "Prefix": prefix}
+        while True:
+            with storage_errors("index storage"):
+                response = self._s3.list_objects_v2(**request)
+            for item in response.get("Contents", []):
+                yield ListedObject(key=item["Key"], size=int(item["Size"]), last_modified=item["LastModified"])
+            if not response.get("IsTruncated"):
+                return
+            request["ContinuationToken"] = response["NextContinuationToken"]
 
     def read_range(self, key: str, start: int, end: int, etag: str | None = None) -> tuple[bytes, dict[str, str]]:
         """Bytes [start, end) and the object's metadata. Raises BodyMissing if it is gone or changed."""

@@ -132,18 +132,22 @@ class KnowledgeBaseRepository(ConfigRepository[KnowledgeBaseRecord]):
     def set_enabled(self, kb_id: str, enabled: bool) -> bool:
         return self._set(kb_id, enabled=enabled)
 
-    def claim_generation(self, kb_id: str, expected: int) -> bool:
-        """Move the KB's index generation from `expected` to `expected + 1`; False if it is no
-        longer `expected` (another rebuild claimed it first) or the KB does not exist."""
+    def publish_index(self, kb_id: str, expected: int, manifests: builtins.list[str]) -> bool:
+        """Move the KB's index from generation `expected` to `expected + 1`, whose manifests (newest
+        first) are `manifests`; False if the generation is no longer `expected` (another update
+        published first) or the KB does not exist. Readers see the old generation or the new one,
+        never anything in between: the new one's files were all uploaded before this write."""
         return conditional_write(
             "configuration storage",
             self._dynamodb.update_item,
             TableName=self._table,
             Key=key(pk=self._pk(kb_id)),
-            UpdateExpression="SET generation = :next",
+            UpdateExpression="SET generation = :next, index_manifests = :manifests",
             ConditionExpression="attribute_exists(pk) AND (generation = :expected OR "
             "(attribute_not_exists(generation) AND :expected = :zero))",
-            ExpressionAttributeValues=to_item({":next": expected + 1, ":expected": expected, ":zero": 0}),
+            ExpressionAttributeValues=to_item(
+                {":next": expected + 1, ":manifests": manifests, ":expected": expected, ":zero": 0}
+            ),
         )
 
 

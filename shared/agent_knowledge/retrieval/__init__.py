@@ -1,4 +1,4 @@
-"""Retrieval: per-KB search indexes (tantivy), their snapshots, and the query API."""
+"""Retrieval: per-KB search indexes (tantivy segments on S3), the container's index cache, the query API."""
 
 from agent_knowledge.retrieval.search import RetrievalResult, RetrievedDocument, retrieve
 

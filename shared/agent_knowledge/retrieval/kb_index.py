@@ -25,6 +25,7 @@ from agent_knowledge.retrieval.analyzer import (
     latin_candidates,
     stem_prefixes,
 )
+from agent_knowledge.retrieval.builder import IndexedChunk
 
 
 @dataclass(frozen=True)
@@ -99,11 +100,18 @@ class KbIndex:
 
     @classmethod
     def open(cls, directory: str, generation: int) -> KbIndex:
-        return cls(tantivy.Index.open(directory), generation)
+        index = tantivy.Index.open(directory)
+        # An opened generation never changes: no reloading, and no thread watching meta.json.
+        index.config_reader(reload_policy="manual")
+        return cls(index, generation)
 
     @property
     def chunk_count(self) -> int:
         return self._total
+
+    @property
+    def segment_count(self) -> int:
+        return int(self._searcher.num_segments)
 
     def _idf(self, field: str, term: str, total: int) -> float:
         idf = self._idfs.get((field, term))
@@ -151,3 +159,26 @@ class KbIndex:
             score=score,
             stored=stored,
         )
+
+    def stored_chunks(self, doc_id: str) -> list[IndexedChunk]:
+        """Every chunk of the document stored in this index, in chunk order (a rebuild reuses them
+        instead of reading the document's body again)."""
+        query = tantivy.Query.term_query(self._schema, fields.DOC_ID, doc_id)
+        limit = 256
+        hits = self._searcher.search(query, limit, count=False).hits
+        while len(hits) == limit:
+            limit *= 4
+            hits = self._searcher.search(query, limit, count=False).hits
+        chunks: list[IndexedChunk] = []
+        for _, address in hits:
+            stored = self._searcher.doc(address)
+            chunks.append(
+                IndexedChunk(
+                    doc_id=str(stored.get_first(fields.DOC_ID)),
+                    revision=str(stored.get_first(fields.REVISION)),
+                    chunk_index=int(stored.get_first(fields.CHUNK_INDEX) or 0),
+                    digest=str(stored.get_first(fields.DIGEST)),
+                    text=bytes(stored.get_first(fields.CHUNK) or b"").decode("utf-8"),
+                )
+            )
+        return sorted(chunks, key=lambda chunk: chunk.chunk_index)

@@ -24,6 +24,12 @@ CHUNK_INDEX = "chunk_index"
 DIGEST = "digest"
 CHUNK = "chunk"
 
+# Version of the index's contents: this schema, the analyzers below and the tokenization in
+# `agent_knowledge.retrieval.analyzer`. Bump it with any change to them: every manifest records it,
+# readers refuse another version (that source fails, docs/DESIGN.md §10) and the next update of
+# each KB rebuilds its index in full.
+SCHEMA_VERSION = 1
+
 ANALYZER_NAME = "ak_words"
 UNIGRAM_ANALYZER_NAME = "ak_unigrams"
 

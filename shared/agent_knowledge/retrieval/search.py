@@ -3,16 +3,23 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Protocol
 
 from agent_knowledge.errors import KnowledgeError
 from agent_knowledge.identity.scope import Scope
 from agent_knowledge.records import DocumentRecord, KnowledgeConfig
-from agent_knowledge.repositories import Repositories
 from agent_knowledge.repositories.bodies import BodyMissing
 from agent_knowledge.retrieval.analyzer import query_tokens
+from agent_knowledge.retrieval.index_cache import IndexCache, IndexObjects, index_cache
 from agent_knowledge.retrieval.kb_index import AnalyzedQuery, IndexHit
-from agent_knowledge.retrieval.snapshots import IndexCache, IndexUnavailable, index_cache
+from agent_knowledge.retrieval.layout import IndexUnavailable
 from agent_knowledge.runtime.observability import logger
+
+
+class DocumentRecords(Protocol):
+    """What retrieval needs of the document repository: the current records of its hits."""
+
+    def get_many(self, keys: list[tuple[str, str]]) -> dict[tuple[str, str], DocumentRecord]: ...
 
 
 @dataclass(frozen=True)
@@ -62,8 +69,15 @@ def _is_current(record: DocumentRecord | None, candidate: _Candidate, scope_kb_i
 
 
 def retrieve(
-    repositories: Repositories, scope: Scope, query: str, max_docs: int, cache: IndexCache = index_cache
+    bodies: IndexObjects,
+    documents: DocumentRecords,
+    scope: Scope,
+    query: str,
+    max_docs: int,
+    cache: IndexCache = index_cache,
 ) -> RetrievalResult:
+    """Search the scope's enabled KBs (`bodies` holds their index files), validate the hits against
+    the current records in `documents`."""
     tokens = query_tokens(query)
     analyzed = AnalyzedQuery.of(tokens)
     config = scope.config
@@ -74,7 +88,7 @@ def retrieve(
     for kb_id in kb_ids:
         top_k, min_score = _source_limits(config, kb_id)
         try:
-            index = cache.get(repositories.bodies, kb_id, scope.knowledge_bases[kb_id].generation)
+            index = cache.get(bodies, scope.knowledge_bases[kb_id])
             hits = index.best_per_document(analyzed, top_k) if index is not None else []
         except (KnowledgeError, IndexUnavailable, BodyMissing, OSError, ValueError) as exc:
             logger.warning("knowledge source failed", extra={"kb_id": kb_id, "error": type(exc).__name__})
@@ -88,14 +102,14 @@ def retrieve(
         return RetrievalResult([], answered, failed, 0)
 
     try:
-        records = repositories.documents.get_many([(c.kb_id, c.hit.doc_id) for c in candidates])
+        records = documents.get_many([(c.kb_id, c.hit.doc_id) for c in candidates])
     except KnowledgeError:
         # Without current records no hit can be validated: every source that had hits failed.
         lost = list(dict.fromkeys(c.kb_id for c in candidates))
         return RetrievalResult([], [k for k in answered if k not in lost], failed + lost, 0)
 
     scope_kb_ids = set(kb_ids)
-    documents: list[RetrievedDocument] = []
+    found: list[RetrievedDocument] = []
     seen: set[tuple[str, str]] = set()
     stale = 0
     for candidate in candidates:
@@ -104,13 +118,13 @@ def retrieve(
         if not _is_current(record, candidate, scope_kb_ids):
             stale += 1
             continue
-        if key in seen or len(documents) >= max_docs:
+        if key in seen or len(found) >= max_docs:
             continue
         assert record is not None
         seen.add(key)
         hit = candidate.hit
         text = hit.text
-        documents.append(
+        found.append(
             RetrievedDocument(candidate.kb_id, record, hit.score, hit.chunk_index, text, analyzed.matched_terms(text))
         )
-    return RetrievalResult(documents, answered, failed, stale)
+    return RetrievalResult(found, answered, failed, stale)

@@ -82,9 +82,9 @@ def reset_container_caches() -> None:
     """
     # Only if retrieval was imported (nothing is cached otherwise): importing it here would load
     # tantivy into functions that never search.
-    snapshots = sys.modules.get("agent_knowledge.retrieval.snapshots")
-    if snapshots is not None:
-        snapshots.index_cache.clear()
+    index_cache = sys.modules.get("agent_knowledge.retrieval.index_cache")
+    if index_cache is not None:
+        index_cache.reset_local_state()
     reset_codec()
     reset_settings()
     aws.reset_clients()

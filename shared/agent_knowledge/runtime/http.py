@@ -4,8 +4,9 @@
   added to the final result of `app.resolve()` because middleware-added headers do not reach
   responses produced by exception handlers;
 - errors are `{"error", "message"}`; domain errors are mapped to statuses in one place;
-- bad bodies (non-JSON, not an object, unknown fields, wrong types, over 64 KiB) are
-  `400 invalid_request`, never Powertools' 422;
+- bad bodies (non-JSON, not an object, unknown fields, wrong types, over 64 KiB, and what strict
+  JSON refuses: duplicate keys, NaN/Infinity, lone surrogates, nesting past 32 levels — see
+  `agent_knowledge.strict_json`) are `400 invalid_request`, never Powertools' 422;
 - anything unexpected is logged with the request id and answered 500 without details.
 """
 
@@ -13,12 +14,11 @@ from __future__ import annotations
 
 import base64
 import binascii
-import json
 from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
-from agent_knowledge import errors, wire
+from agent_knowledge import errors, strict_json, wire
 from agent_knowledge.limits import REQUEST_MAX_BODY_BYTES
 from agent_knowledge.models import ParsedBody
 from agent_knowledge.runtime.observability import logger
@@ -69,7 +69,9 @@ def _field_message(model: type[BaseModel], error: Any) -> str:
     field = ".".join(location) if location else "body"
     if field.split(".")[0] not in model.model_fields:
         field = "body"
-    return f"{field}: {error.get('msg', 'invalid value')}"
+    # Our validators raise ValueError("must not be empty"); pydantic prefixes "Value error, ".
+    message = str(error.get("msg", "invalid value")).removeprefix("Value error, ")
+    return f"{field}: {message}"
 
 
 def raw_body(event: dict[str, Any]) -> bytes:
@@ -94,7 +96,9 @@ def parse_body(event: dict[str, Any], model: type[ModelT], max_bytes: int = REQU
     if not data.strip():
         raise errors.InvalidRequest("request body must be a JSON object")
     try:
-        document = json.loads(data.decode("utf-8"))
+        document = strict_json.loads(data.decode("utf-8"))
+    except strict_json.JsonRejected as exc:
+        raise errors.InvalidRequest(str(exc)) from None
     except (UnicodeDecodeError, ValueError, RecursionError):
         raise errors.InvalidRequest("request body is not valid UTF-8 JSON") from None
     if not isinstance(document, dict):
@@ -129,6 +133,7 @@ def register_error_handlers(app: APIGatewayHttpResolver) -> None:
     @app.exception_handler(errors.KnowledgeError)
     def _domain_error(error: errors.KnowledgeError) -> Response:
         status = status_of(error)
+        # context() carries what the caller is not told, e.g. ReferenceInvalid's reason.
         extra = {"error_code": error.code, "status": status, **error.context()}
         if status >= 500:
             logger.warning("request failed", extra=extra)

@@ -70,7 +70,9 @@ def _body_excerpt(deps: Dependencies, found: RetrievedDocument) -> tuple[str, bo
 def inline_knowledge(deps: Dependencies, caller: Caller, run: RunRecord, scope: Scope, query: str) -> InlineKnowledge:
     if not scope.enabled:
         return InlineKnowledge([], [], "disabled")
-    result = retrieve(deps.repositories, scope, query, max_docs=scope.config.max_docs)
+    result = retrieve(
+        deps.repositories.bodies, deps.repositories.documents, scope, query, max_docs=scope.config.max_docs
+    )
     status = search_status(result)
     codec = deps.token_codec()
     now = deps.clock()

@@ -9,7 +9,9 @@ from typing import Annotated, Any, ClassVar, Final, Literal
 
 from pydantic import Field, StringConstraints, field_validator
 
+from agent_knowledge import wire
 from agent_knowledge.models import PROTOCOL, Hint, RequestModel, ResponseModel, SearchStatus
+from agent_knowledge.strict_json import check_tree
 
 TURN_CONTEXT_SCHEMA: Final = "bailing.agent-turn-context.v1"
 KNOWLEDGE_DELIVERY_SCHEMA: Final = "bailing.agent-knowledge-delivery.v1"
@@ -19,6 +21,9 @@ RUN_COMPLETION_SCHEMA: Final = "bailing.agent-run-completion.v1"
 TURN_MAX_BODY_BYTES = 512 * 1024
 USER_INPUT_MAX_CHARS = 64_000
 MAX_RENDERERS = 20
+# page_context is opaque but bounded (docs/turns.md): the object itself is level 1.
+PAGE_CONTEXT_MAX_DEPTH = 16
+PAGE_CONTEXT_MAX_BYTES = 64 * 1024
 # Inline knowledge: each document body is cut to this many characters (and marked when cut).
 INLINE_CONTENT_MAX_CHARS = 8_000
 
@@ -46,7 +51,7 @@ class TurnRequest(RequestModel):
     client_turn_id: Identifier
     user_message_id: Identifier
     user_input: str = Field(min_length=1, max_length=USER_INPUT_MAX_CHARS)
-    # Opaque host context (what page the user is on); bounded by the 512 KiB body limit.
+    # Opaque host context (what page the user is on): hashed into the request, never interpreted.
     page_context: dict[str, Any] | None = None
     renderers: list[RendererName] | None = Field(default=None, max_length=200)
     knowledge_delivery: KnowledgeDelivery | None = None
@@ -57,6 +62,18 @@ class TurnRequest(RequestModel):
     def _input_not_blank(cls, value: str) -> str:
         if not value.strip():
             raise ValueError("must not be empty")
+        return value
+
+    @field_validator("page_context")
+    @classmethod
+    def _bounded_page_context(cls, value: dict[str, Any] | None) -> dict[str, Any] | None:
+        # The adapter already refused lone surrogates and 32+ levels; checked again here because a
+        # TurnRequest can be built without it, and the bounds of page_context are its own.
+        if value is None:
+            return None
+        check_tree(value, PAGE_CONTEXT_MAX_DEPTH)
+        if len(wire.dumps(value).encode("utf-8")) > PAGE_CONTEXT_MAX_BYTES:
+            raise ValueError(f"larger than {PAGE_CONTEXT_MAX_BYTES // 1024} KiB as compact UTF-8 JSON")
         return value
 
     @field_validator("renderers")

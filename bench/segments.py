@@ -1,0 +1,410 @@
+"""Figure 7 — the segment layout (issue 14): update cost, reader sync, cold load, query latency.
+
+`python -m bench.segments [--sizes 10000 100000 1000000]` (the 1M size takes long on a shared
+2-core machine; `make bench` runs 10k and 100k, `--sizes ... 1000000` adds it).
+
+For each size a KB index is published with the product's code (`bench.index_store`) into a
+directory that stands in for the bodies bucket (loopback, no S3: bytes are counted at its
+interface, so figures are what S3 would carry). Then, with the product's `update_kb_index`:
+
+1. update cost: a warm writer (its local copy held) applies a 1-document change; CPU time
+   (`time.process_time`) and wall, bytes uploaded (files + manifest); median of UPDATES runs.
+   The first (cold) update, which downloads the whole index, is reported apart.
+2. reader sync: a reader holding generation g is handed g+1 (a 1-document change): bytes
+   downloaded and wall time of `IndexCache.get`.
+3. cold load, in fresh processes (`bench.segments_child`): ours (`IndexCache` streaming every
+   file into an empty /tmp store and opening it; and opening from files already in /tmp) against
+   tantivy opening the same directory: wall, CPU and peak RSS (VmHWM) increase over the process's
+   RSS before loading.
+4. after 100 incremental updates: segment count, and query latency p50/p95 of `retrieve()` (records
+   in memory) against tantivy alone on the same index files (the same OR-ed terms, 30 hits,
+   stored documents read), for short and 2,000-character queries in English and Chinese.
+
+Corpus: `bench.corpus` documents (English from the CPython documentation's vocabulary, Chinese
+sentences from the sample documents), 80 % English, chunked by the product's chunker; above
+150,000 chunks, copies of the first 150,000 with one word per chunk replaced by a fresh token.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+PROFILES = {
+    "full": {"sizes": (10_000, 100_000), "updates": 100, "queries": 200},
+    "quick": {"sizes": (2_000,), "updates": 20, "queries": 40},
+    "smoke": {"sizes": (300,), "updates": 5, "queries": 8},
+}
+UPDATES = 7  # timed 1-document updates per size (median reported)
+REAL_CHUNKS = 150_000
+KB_ID = "bench"
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _chunks(count: int) -> Iterator[Any]:
+    from agent_knowledge.ingest.chunking import chunk_text
+    from agent_knowledge.ingest.content import chunk_digest
+    from agent_knowledge.retrieval.builder import IndexedChunk
+    from bench.corpus import documents
+
+    made = 0
+    base: list[tuple[str, str]] = []
+
+    def doc_chunks() -> Iterator[tuple[str, str]]:
+        english = documents("en", 10**9, 3500, seed=71)
+        chinese = documents("zh", 10**9, 1500, seed=72)
+        number = 0
+        while True:
+            source = next(chinese) if number % 5 == 4 else next(english)
+            for chunk in chunk_text(source.body):
+                yield f"d{number:07d}", chunk.text
+            number += 1
+
+    chunk_index: dict[str, int] = {}
+    for doc_id, text in doc_chunks():
+        if made >= min(count, REAL_CHUNKS):
+            break
+        index = chunk_index.get(doc_id, 0)
+        chunk_index[doc_id] = index + 1
+        base.append((doc_id, text))
+        made += 1
+        yield IndexedChunk(doc_id, "r1", index, chunk_digest(text), text)
+    copy = 0
+    while made < count:
+        copy += 1
+        chunk_index.clear()
+        for doc_id, text in base:
+            if made >= count:
+                return
+            perturbed_id = f"{doc_id}c{copy}"
+            index = chunk_index.get(perturbed_id, 0)
+            chunk_index[perturbed_id] = index + 1
+            words = text.split(" ")
+            words[len(words) // 2] = f"tok{copy}x{made % 9973}"
+            perturbed = " ".join(words)
+            made += 1
+            yield IndexedChunk(perturbed_id, "r1", index, chunk_digest(perturbed), perturbed)
+
+
+class _Bucket:
+    """The bodies bucket for `update_kb_index`: bench.index_store's directory plus what a writer uses."""
+
+    def __init__(self, root: str) -> None:
+        from bench.index_store import DirectoryObjects
+
+        self.objects = DirectoryObjects(root)
+        self.bodies: dict[str, bytes] = {}
+
+    def read(self, key: str) -> bytes:
+        if key in self.bodies:
+            return self.bodies[key]
+        return self.objects.read(key)
+
+    def download(self, key: str, target: Any) -> int:
+        return self.objects.download(key, target)
+
+    def put_file(self, key: str, source: Any, sha256_hex: str, content_type: str) -> Any:
+        return self.objects.put_file(key, source, sha256_hex, content_type)
+
+    def list(self, prefix: str) -> Iterator[Any]:
+        from agent_knowledge.repositories.bodies import ListedObject
+
+        base = Path(self.objects.root)
+        for path in sorted((base / prefix).rglob("*")):
+            if path.is_file():
+                stat = path.stat()
+                yield ListedObject(
+                    str(path.relative_to(base)), stat.st_size, datetime.fromtimestamp(stat.st_mtime, UTC)
+                )
+
+    def delete(self, key: str) -> None:
+        Path(self.objects.root, key).unlink(missing_ok=True)
+
+
+class _KnowledgeBases:
+    def __init__(self, record: Any) -> None:
+        self.record = record
+
+    def get(self, kb_id: str) -> Any:
+        return self.record
+
+    def publish_index(self, kb_id: str, expected: int, manifests: list[str]) -> bool:
+        if self.record.generation != expected:
+            return False
+        self.record = self.record.model_copy(update={"generation": expected + 1, "index_manifests": manifests})
+        return True
+
+
+class _Documents:
+    def __init__(self) -> None:
+        self.records: dict[tuple[str, str], Any] = {}
+
+    def get_many(self, keys: list[tuple[str, str]]) -> dict[tuple[str, str], Any]:
+        return {key: self.records[key] for key in keys if key in self.records}
+
+
+def _change(repositories: Any, number: int) -> str:
+    """Store a new revision of one document (its record and body): what a `doc put` leaves."""
+    from agent_knowledge.ingest.content import prepare_document
+    from agent_knowledge.records import DocumentRecord
+
+    doc_id = f"d{number % 500:07d}"
+    prepared = prepare_document(
+        f"Changed {number}", f"# Changed {number}\n\nRevision {number} of zulu{number}.", "text/markdown"
+    )
+    key = f"bodies/{KB_ID}/{doc_id}/{prepared.revision}"
+    repositories.bodies.bodies[key] = prepared.body_bytes
+    repositories.documents.records[(KB_ID, doc_id)] = DocumentRecord(
+        kb_id=KB_ID, doc_id=doc_id, source_key=f"{doc_id}.md", title=prepared.title, status="ready",
+        revision=prepared.revision, title_sha256=prepared.title_sha256, body_sha256=prepared.body_sha256,
+        body_bytes=len(prepared.body_bytes), body_key=key, chunk_count=len(prepared.chunks),
+        chunk_digests=prepared.chunk_digests, chunk_offsets=prepared.chunk_offsets,
+    )  # fmt: skip
+    return doc_id
+
+
+def _child(*arguments: str) -> dict[str, Any]:
+    completed = subprocess.run(
+        [sys.executable, "-m", "bench.segments_child", *arguments],
+        cwd=ROOT, capture_output=True, text=True, timeout=3600, check=False,
+    )  # fmt: skip
+    for line in completed.stdout.splitlines():
+        if line.startswith("BENCH_RESULT "):
+            return json.loads(line.removeprefix("BENCH_RESULT "))
+    raise RuntimeError(f"segments child failed ({completed.returncode}): {completed.stderr[-2000:]}")
+
+
+def _queries(language: str, long: bool, count: int, seed: int) -> list[str]:
+    from bench.corpus import documents, known_item_queries
+
+    texts = [document.body for document in documents(language, 60, 3000, seed=seed)]
+    if not long:
+        return known_item_queries(texts, count, seed=seed)
+    queries = []
+    for number in range(count):
+        text = texts[number % len(texts)]
+        start = (number * 97) % max(1, len(text) - 2000)
+        queries.append(text[start : start + 2000])
+    return queries
+
+
+def measure(size: int, updates_after: int, query_count: int, scratch: str) -> dict[str, Any]:
+    from types import SimpleNamespace
+
+    from agent_knowledge.identity.scope import Scope
+    from agent_knowledge.ingest.index_update import update_kb_index
+    from agent_knowledge.records import KnowledgeConfig, SourceConfig
+    from agent_knowledge.retrieval import retrieve
+    from agent_knowledge.retrieval.index_cache import IndexCache
+    from agent_knowledge.retrieval.local_files import LocalFiles
+    from bench.index_store import publish_chunks
+    from bench.stats import ratio, summary_ms
+
+    figure: dict[str, Any] = {"chunks": size}
+    bucket = _Bucket(os.path.join(scratch, "bucket"))
+    started = time.perf_counter()
+    kb, manifest = publish_chunks(_chunks(size), bucket.objects, KB_ID)
+    figure["build_seconds"] = round(time.perf_counter() - started, 1)
+    figure["index_bytes"] = manifest.total_bytes
+    figure["segments_after_build"] = len(manifest.meta["segments"])
+    repositories = SimpleNamespace(knowledge_bases=_KnowledgeBases(kb), documents=_Documents(), bodies=bucket)
+    writer_files = LocalFiles(os.path.join(scratch, "writer"))
+
+    def one_update(number: int) -> dict[str, float]:
+        doc_id = _change(repositories, number)
+        uploaded_before = bucket.objects.uploaded_bytes
+        downloaded_before = bucket.objects.downloaded_bytes
+        wall, cpu = time.perf_counter(), time.process_time()
+        update_kb_index(repositories, KB_ID, [doc_id], files=writer_files)  # type: ignore[arg-type]
+        return {
+            "cpu_seconds": time.process_time() - cpu,
+            "wall_seconds": time.perf_counter() - wall,
+            "uploaded_bytes": bucket.objects.uploaded_bytes - uploaded_before,
+            "downloaded_bytes": bucket.objects.downloaded_bytes - downloaded_before,
+        }
+
+    cold = one_update(0)
+    figure["update_cold_writer"] = {k: round(v, 3) for k, v in cold.items()}
+    warm = [one_update(number) for number in range(1, UPDATES + 1)]
+    figure["update"] = {
+        "runs": len(warm),
+        "cpu_p50_seconds": round(statistics.median(r["cpu_seconds"] for r in warm), 3),
+        "cpu_max_seconds": round(max(r["cpu_seconds"] for r in warm), 3),
+        "wall_p50_seconds": round(statistics.median(r["wall_seconds"] for r in warm), 3),
+        "uploaded_p50_bytes": int(statistics.median(r["uploaded_bytes"] for r in warm)),
+        "uploaded_max_bytes": int(max(r["uploaded_bytes"] for r in warm)),
+    }
+
+    # Reader sync: a reader holding the current generation is handed the next one.
+    reader = IndexCache(LocalFiles(os.path.join(scratch, "reader")))
+    reader.get(bucket, repositories.knowledge_bases.record)
+    syncs = []
+    for number in range(UPDATES + 1, UPDATES + 4):
+        update_kb_index(repositories, KB_ID, [_change(repositories, number)], files=writer_files)  # type: ignore[arg-type]
+        wall = time.perf_counter()
+        reader.get(bucket, repositories.knowledge_bases.record)
+        syncs.append((time.perf_counter() - wall, reader.last_sync[KB_ID].downloaded_bytes))
+    figure["reader_sync"] = {
+        "runs": len(syncs),
+        "wall_p50_ms": round(statistics.median(s[0] for s in syncs) * 1000, 1),
+        "downloaded_p50_bytes": int(statistics.median(s[1] for s in syncs)),
+        "downloaded_max_bytes": max(s[1] for s in syncs),
+    }
+
+    # Cold load in fresh processes.
+    kb_path = os.path.join(scratch, "kb.json")
+    Path(kb_path).write_text(repositories.knowledge_bases.record.model_dump_json(), encoding="utf-8")
+    warm_store = os.path.join(scratch, "warm-store")
+    _child("ours", bucket.objects.root, kb_path, warm_store)  # fills the store; the next process finds it
+    loads = {
+        "ours_from_s3": _child("ours", bucket.objects.root, kb_path, os.path.join(scratch, "cold-store")),
+        "ours_from_tmp": _child("ours", bucket.objects.root, kb_path, warm_store),
+    }
+    loads["tantivy"] = _child("tantivy", loads["ours_from_tmp"]["directory"])
+    shutil.rmtree(os.path.join(scratch, "cold-store"), ignore_errors=True)
+    shutil.rmtree(warm_store, ignore_errors=True)
+    figure["cold_load"] = loads
+    for name in ("ours_from_s3", "ours_from_tmp"):
+        figure["cold_load"][f"{name}_ratio"] = {
+            key: ratio(loads[name][key], loads["tantivy"][key]) for key in ("wall_ms", "cpu_ms", "rss_increase_mib")
+        }
+
+    # 100 incremental updates, then queries: ours vs tantivy alone on the same files.
+    for number in range(UPDATES + 4, UPDATES + 4 + updates_after):
+        update_kb_index(repositories, KB_ID, [_change(repositories, number)], files=writer_files)  # type: ignore[arg-type]
+    record = repositories.knowledge_bases.record
+    reader.get(bucket, record)
+    index = reader.get(bucket, record)
+    assert index is not None
+    figure["after_updates"] = {"updates": updates_after + UPDATES + 4, "segments": index.segment_count}
+    directory = reader.opened_directory(KB_ID)
+    assert directory is not None
+    config = KnowledgeConfig(enabled=True, sources=[SourceConfig(kb_id=KB_ID)])
+    scope = Scope(config, {KB_ID: record})
+
+    class _AllCurrent:
+        """Every hit's record is current: validation runs fully, nothing is dropped."""
+
+        def get_many(self, keys: list[tuple[str, str]]) -> dict[tuple[str, str], Any]:
+            return {key: _record_of(key) for key in keys}
+
+    from bench.segments_child import raw_search, record_for
+
+    _records: dict[tuple[str, str], Any] = {}
+
+    def _record_of(key: tuple[str, str]) -> Any:
+        if key not in _records:
+            _records[key] = record_for(index, key[1])
+        return _records[key]
+
+    import tantivy
+
+    raw_searcher = tantivy.Index.open(directory).searcher()
+    documents = _AllCurrent()
+    latency: dict[str, Any] = {}
+    for language in ("en", "zh"):
+        for long in (False, True):
+            queries = _queries(language, long, query_count, seed=size % 1000 + (7 if long else 3))
+            for query in queries:  # warm-up, and every hit's record built outside the timed pass
+                retrieve(bucket, documents, scope, query, 3, cache=reader)
+                raw_search(raw_searcher, query)
+            ours_times, raw_times = [], []
+            for query in queries:
+                wall = time.perf_counter()
+                retrieve(bucket, documents, scope, query, 3, cache=reader)
+                ours_times.append(time.perf_counter() - wall)
+                wall = time.perf_counter()
+                raw_search(raw_searcher, query)
+                raw_times.append(time.perf_counter() - wall)
+            ours, raw = summary_ms(ours_times), summary_ms(raw_times)
+            latency[f"{language}_{'2000_chars' if long else 'short'}"] = {
+                "ours": ours, "tantivy": raw,
+                "ratio_p50": ratio(ours["p50_ms"], raw["p50_ms"]), "ratio_p95": ratio(ours["p95_ms"], raw["p95_ms"]),
+            }  # fmt: skip
+    figure["query_latency"] = latency
+    reader.clear()
+    return figure
+
+
+def run(profile: str = "full", sizes: tuple[int, ...] | None = None, partial: Path | None = None) -> dict[str, Any]:
+    settings = PROFILES[profile]
+    result: dict[str, Any] = {
+        "load_average_start": Path("/proc/loadavg").read_text().split()[:3],
+        "targets": {
+            "update_cpu_seconds": 1.0,
+            "update_uploaded_bytes": 1_000_000,
+            "sync_downloaded_bytes": 1_000_000,
+            "sync_wall_ms": 200,
+            "cold_load_ratio": 1.5,
+            "query_ratio": 1.3,
+        },
+        "points": [],
+    }
+    for size in sizes or settings["sizes"]:
+        with tempfile.TemporaryDirectory(prefix="ak-bench-segments-") as scratch:
+            print(f"[bench] segments {size} chunks …", file=sys.stderr, flush=True)
+            point = measure(size, settings["updates"], settings["queries"], scratch)
+            point["load_average"] = Path("/proc/loadavg").read_text().split()[:3]
+            result["points"].append(point)
+            if partial is not None:  # a long run keeps what it measured if a later size fails
+                partial.write_text(json.dumps(result, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    result["load_average_end"] = Path("/proc/loadavg").read_text().split()[:3]
+    return result
+
+
+def render(doc: dict[str, Any]) -> list[str]:
+    """The figure's table for bench/results/SUMMARY.md."""
+    result = doc["result"]
+    lines = [
+        f"### Segment layout (issue 14) — commit {doc['commit']}, load average {result['load_average_start']}",
+        "",
+        "| chunks | index MB | segments after the updates | update CPU p50 (max) s | uploaded p50 (max) KB "
+        "| sync wall p50 ms | sync downloaded p50 KB | cold load from S3 / from /tmp / tantivy wall ms "
+        "| RSS increase ours / tantivy MiB | query p50 ratio en short / en 2000 / zh short / zh 2000 |",
+        "|---:|---:|---:|---|---|---:|---:|---|---|---|",
+    ]
+    for point in result["points"]:
+        load, update, sync, latency = point["cold_load"], point["update"], point["reader_sync"], point["query_latency"]
+        ratios = " / ".join(
+            str(latency[key]["ratio_p50"]) for key in ("en_short", "en_2000_chars", "zh_short", "zh_2000_chars")
+        )
+        lines.append(
+            f"| {point['chunks']:,} | {point['index_bytes'] / 1e6:.1f} | {point['after_updates']['segments']} "
+            f"| {update['cpu_p50_seconds']} ({update['cpu_max_seconds']}) "
+            f"| {update['uploaded_p50_bytes'] / 1e3:.0f} ({update['uploaded_max_bytes'] / 1e3:.0f}) "
+            f"| {sync['wall_p50_ms']} | {sync['downloaded_p50_bytes'] / 1e3:.0f} "
+            f"| {load['ours_from_s3']['wall_ms']} / {load['ours_from_tmp']['wall_ms']} / {load['tantivy']['wall_ms']} "
+            f"| {load['ours_from_tmp']['rss_increase_mib']} / {load['tantivy']['rss_increase_mib']} | {ratios} |"
+        )
+    return lines
+
+
+def main() -> None:
+    from bench.environment import configure
+
+    configure()
+    parser = argparse.ArgumentParser(prog="python -m bench.segments", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--sizes", nargs="+", type=int)
+    parser.add_argument("--profile", default="full", choices=sorted(PROFILES))
+    parser.add_argument("--output", type=Path)
+    arguments = parser.parse_args()
+    result = run(arguments.profile, tuple(arguments.sizes) if arguments.sizes else None, arguments.output)
+    text = json.dumps(result, indent=2, ensure_ascii=False)
+    if arguments.output:
+        arguments.output.write_text(text + "\n", encoding="utf-8")
+    print(text)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,101 @@
+"""One cold load in a fresh process, for `bench.segments`: `python -m bench.segments_child MODE ...`.
+
+    ours OBJECTS_ROOT KB_JSON STORE   IndexCache loads the KB's newest generation into STORE
+                                      (streaming the files it lacks), opens it, one query
+    tantivy DIRECTORY                 tantivy opens the same files, one query
+
+Both import the same modules first; the figures are wall and CPU time of the load and the peak
+RSS (VmHWM) increase over the RSS before it. Prints `BENCH_RESULT {json}`.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+QUERY = "configuration template deploy"
+
+
+def _status_kib(field: str) -> int:
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith(field + ":"):
+            return int(line.split()[1])
+    raise KeyError(field)
+
+
+def raw_search(searcher: Any, query: str, hits: int = 30) -> list[str]:
+    """tantivy alone: the query's index terms OR-ed, `hits` chunk hits, their stored documents
+    read and grouped into at most 3 documents (what `retrieve` does minus normalization,
+    validation and matched terms)."""
+    import tantivy
+
+    from agent_knowledge.retrieval import schema as fields
+    from agent_knowledge.retrieval.analyzer import query_tokens
+    from agent_knowledge.retrieval.kb_index import AnalyzedQuery
+
+    analyzed = AnalyzedQuery.of(query_tokens(query))
+    terms = [(fields.TEXT, w) for w in analyzed.words] + [(fields.UNIGRAMS, u) for u in analyzed.unigrams]
+    if not terms:
+        return []
+    schema = fields.schema()
+    clauses = [(tantivy.Occur.Should, tantivy.Query.term_query(schema, f, t)) for f, t in terms]
+    found = searcher.search(tantivy.Query.boolean_query(clauses), hits, count=False).hits
+    documents = [searcher.doc(address).get_first(fields.DOC_ID) for score, address in found if score > 0]
+    return list(dict.fromkeys(documents))[:3]
+
+
+def record_for(index: Any, doc_id: str) -> Any:
+    """A current record of a document as the index holds it (validation then accepts its hits)."""
+    from agent_knowledge.records import DocumentRecord
+
+    chunks = index.stored_chunks(doc_id)
+    return DocumentRecord(
+        kb_id="bench", doc_id=doc_id, source_key=doc_id, title=doc_id, status="ready",
+        revision=chunks[0].revision if chunks else "r1", title_sha256="", body_sha256="", body_bytes=0, body_key="",
+        chunk_count=len(chunks), chunk_digests=[chunk.digest for chunk in chunks],
+    )  # fmt: skip
+
+
+def main() -> None:
+    import tantivy  # noqa: F401
+
+    from agent_knowledge.identity.scope import Scope  # noqa: F401
+    from agent_knowledge.records import KnowledgeBaseRecord
+    from agent_knowledge.retrieval import retrieve  # noqa: F401
+    from agent_knowledge.retrieval.index_cache import IndexCache
+    from agent_knowledge.retrieval.local_files import LocalFiles
+    from bench.index_store import DirectoryObjects
+
+    mode = sys.argv[1]
+    before = _status_kib("VmRSS")
+    wall, cpu = time.perf_counter(), time.process_time()
+    result: dict[str, Any] = {}
+    if mode == "ours":
+        objects = DirectoryObjects(sys.argv[2])
+        kb = KnowledgeBaseRecord.model_validate_json(Path(sys.argv[3]).read_text(encoding="utf-8"))
+        cache = IndexCache(LocalFiles(sys.argv[4]))
+        index = cache.get(objects, kb)
+        assert index is not None
+        raw_search(index._searcher, QUERY)
+        result["directory"] = cache.opened_directory(kb.kb_id)
+        result["downloaded_bytes"] = objects.downloaded_bytes
+        result["chunks"] = index.chunk_count
+    else:
+        import tantivy as engine
+
+        searcher = engine.Index.open(sys.argv[2]).searcher()
+        raw_search(searcher, QUERY)
+        result["chunks"] = int(searcher.num_docs)
+    result["wall_ms"] = round((time.perf_counter() - wall) * 1000, 1)
+    result["cpu_ms"] = round((time.process_time() - cpu) * 1000, 1)
+    result["rss_before_mib"] = round(before / 1024, 1)
+    result["rss_increase_mib"] = round((_status_kib("VmHWM") - before) / 1024, 1)
+    result["peak_rss_mib"] = round(_status_kib("VmHWM") / 1024, 1)
+    print("BENCH_RESULT " + json.dumps(result), flush=True)
+
+
+if __name__ == "__main__":
+    main()

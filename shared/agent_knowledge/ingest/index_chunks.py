@@ -1,0 +1,126 @@
+"""Where an index writer gets a document's chunk texts: chunks at hand, the previous index, or the body.
+
+A record names its revision and each chunk's digest and offsets. Chunks are taken from memory
+(`RecentChunks`: what this process just stored) or from the previous index only when revision and
+every digest match; otherwise the body is read from S3 and cut at the recorded offsets.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Iterable, Iterator
+from concurrent.futures import ThreadPoolExecutor
+
+from agent_knowledge.ingest.content import chunk_digest
+from agent_knowledge.records import DocumentRecord
+from agent_knowledge.repositories.bodies import BodyMissing, BodyStore
+from agent_knowledge.retrieval.builder import IndexedChunk
+from agent_knowledge.retrieval.kb_index import KbIndex
+from agent_knowledge.runtime.observability import logger
+
+BODY_READERS = 8
+LOAD_BATCH = 256
+# Upper bound of the chunk text RecentChunks holds (characters).
+RECENT_CHUNKS_MAX_CHARS = 64 * 1024 * 1024
+
+
+def verified(record: DocumentRecord, chunks: list[IndexedChunk]) -> list[IndexedChunk] | None:
+    """`chunks` if they are exactly the record's (revision, order, digests of their texts), else None."""
+    if len(chunks) != len(record.chunk_digests):
+        return None
+    for index, (chunk, digest) in enumerate(zip(chunks, record.chunk_digests, strict=True)):
+        if chunk.chunk_index != index or chunk.revision != record.revision or chunk.digest != digest:
+            return None
+        if chunk_digest(chunk.text) != digest:
+            return None
+    return chunks
+
+
+class RecentChunks:
+    """Chunk texts of recently stored document revisions, bounded in size, safe across threads
+    (single dict operations). Used only when the revision and every chunk digest still match."""
+
+    def __init__(self, max_chars: int = RECENT_CHUNKS_MAX_CHARS) -> None:
+        self._texts: dict[tuple[str, str, str], list[str]] = {}
+        self._chars = 0
+        self._max_chars = max_chars
+        self._lock = threading.Lock()
+
+    def remember(self, record: DocumentRecord, texts: list[str]) -> None:
+        size = sum(len(text) for text in texts)
+        with self._lock:
+            if self._chars + size > self._max_chars:
+                self._texts.clear()
+                self._chars = 0
+            self._texts[(record.kb_id, record.doc_id, record.revision)] = texts
+            self._chars += size
+
+    def chunks_of(self, record: DocumentRecord) -> list[IndexedChunk] | None:
+        texts = self._texts.get((record.kb_id, record.doc_id, record.revision))
+        if texts is None:
+            return None
+        chunks = [
+            IndexedChunk(record.doc_id, record.revision, index, digest, text)
+            for index, (text, digest) in enumerate(zip(texts, record.chunk_digests, strict=False))
+        ]
+        return verified(record, chunks) if len(texts) == len(record.chunk_digests) else None
+
+
+class PreviousIndex:
+    """The chunks stored in an opened generation of the KB's index."""
+
+    def __init__(self, index: KbIndex) -> None:
+        self._index = index
+
+    def chunks_of(self, record: DocumentRecord) -> list[IndexedChunk] | None:
+        stored = self._index.stored_chunks(record.doc_id)
+        return verified(record, stored) if stored else None
+
+
+ChunkSource = RecentChunks | PreviousIndex
+
+
+def chunks_from_body(record: DocumentRecord, body: bytes) -> list[IndexedChunk] | None:
+    """The record's chunks cut from the body at its recorded offsets, if their digests match."""
+    chunks: list[IndexedChunk] = []
+    for index, ((start, end), digest) in enumerate(zip(record.chunk_offsets, record.chunk_digests, strict=True)):
+        text = body[start:end].decode("utf-8", errors="strict")
+        if chunk_digest(text) != digest:
+            return None
+        chunks.append(IndexedChunk(record.doc_id, record.revision, index, digest, text))
+    return chunks
+
+
+def chunk_loader(
+    bodies: BodyStore, sources: Iterable[ChunkSource | None]
+) -> Callable[[DocumentRecord], list[IndexedChunk] | None]:
+    """A function giving a ready record's chunks (None if its body is gone or no longer matches)."""
+    usable = [source for source in sources if source is not None]
+
+    def load(record: DocumentRecord) -> list[IndexedChunk] | None:
+        for source in usable:
+            if (chunks := source.chunks_of(record)) is not None:
+                return chunks
+        try:
+            return chunks_from_body(record, bodies.read(record.body_key))
+        except (BodyMissing, UnicodeDecodeError, ValueError):
+            return None
+
+    return load
+
+
+def load_all(
+    records: list[DocumentRecord], load: Callable[[DocumentRecord], list[IndexedChunk] | None]
+) -> Iterator[tuple[DocumentRecord, list[IndexedChunk] | None]]:
+    """(record, its chunks or None) in the records' order, bodies read by a few threads at once,
+    a batch at a time (only one batch of chunk texts is in memory, whatever the KB's size)."""
+    with ThreadPoolExecutor(max_workers=BODY_READERS) as pool:
+        for start in range(0, len(records), LOAD_BATCH):
+            batch = records[start : start + LOAD_BATCH]
+            yield from zip(batch, pool.map(load, batch), strict=True)
+
+
+def left_out(record: DocumentRecord) -> None:
+    # The record changed under us (its body is gone or differs): the update its writer triggers
+    # indexes the new version.
+    logger.warning("document left out of index", extra={"kb_id": record.kb_id, "doc_id": record.doc_id})

@@ -1,0 +1,194 @@
+"""The per-container cache of opened KB indexes, kept in step with each KB's newest generation.
+
+A request brings the KB record it just read (the generation and the manifests of the kept
+generations, newest first). While the cache serves that newest manifest, nothing is fetched.
+When a newer one appears, the cache reads its manifest, downloads only the files this container
+does not hold (`agent_knowledge.retrieval.local_files`), opens the new generation, swaps it in and
+lets go of the files only the old one used. If the newer generation cannot be loaded (manifest or
+file missing, corrupt, written by another schema or tantivy version), the cache falls back to the
+previous kept generations, or keeps what it serves, and tries again after RETRY_SECONDS; hits from
+an older generation are validated against the current records like any others. Only when no
+generation loads does the source fail (`IndexUnavailable`: search status `partial` or
+`unavailable`). The next published generation repairs it (docs/DESIGN.md §10).
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from dataclasses import dataclass
+from typing import Protocol
+
+from agent_knowledge.errors import KnowledgeUnavailable
+from agent_knowledge.records import KnowledgeBaseRecord
+from agent_knowledge.repositories.bodies import BodyMissing, Sink
+from agent_knowledge.retrieval.kb_index import KbIndex
+from agent_knowledge.retrieval.layout import (
+    IndexCorrupt,
+    IndexManifest,
+    IndexUnavailable,
+    parse_manifest,
+)
+from agent_knowledge.retrieval.local_files import LocalFiles, local_files
+from agent_knowledge.runtime.observability import logger
+
+# After a generation failed to load, serve what we have and try it again at most this often.
+RETRY_SECONDS = 30.0
+
+
+class IndexObjects(Protocol):
+    """What loading an index needs of the bodies bucket (`BodyStore`): small objects read whole,
+    index files streamed."""
+
+    def read(self, key: str) -> bytes: ...
+
+    def download(self, key: str, target: Sink) -> int: ...
+
+
+def read_manifest(bodies: IndexObjects, kb_id: str, key: str) -> IndexManifest:
+    try:
+        return parse_manifest(bodies.read(key), kb_id)
+    except BodyMissing as exc:
+        raise IndexCorrupt("index manifest is missing") from exc
+
+
+def open_generation(
+    files: LocalFiles, bodies: IndexObjects, manifest: IndexManifest, owner: str
+) -> tuple[KbIndex, str, int]:
+    """Materialize and open `manifest`'s generation: (index, its directory, bytes downloaded)."""
+    directory, downloaded = files.materialize(bodies, manifest, owner)
+    try:
+        return KbIndex.open(directory, manifest.generation), directory, downloaded
+    except (KeyboardInterrupt, SystemExit):
+        files.discard(directory)
+        raise
+    except BaseException as exc:  # tantivy reports broken files as ValueError, OSError or a Rust panic
+        files.discard(directory)
+        raise IndexCorrupt(f"index files do not open: {type(exc).__name__}") from exc
+
+
+@dataclass
+class _Entry:
+    manifest: IndexManifest
+    manifest_key: str
+    index: KbIndex
+    directory: str
+
+
+@dataclass(frozen=True)
+class SyncReport:
+    """What the last sync of a KB did (benchmarks and tests read it)."""
+
+    manifest_key: str
+    downloaded_bytes: int
+
+
+class IndexCache:
+    """Opened indexes of this container, one generation per KB."""
+
+    def __init__(self, files: LocalFiles = local_files) -> None:
+        self.files = files
+        self._entries: dict[str, _Entry] = {}
+        self._failed: dict[str, tuple[str, float]] = {}  # kb_id → (manifest key, when it failed)
+        self._locks: dict[str, threading.Lock] = {}
+        self._lock = threading.Lock()
+        self.last_sync: dict[str, SyncReport] = {}
+
+    def _kb_lock(self, kb_id: str) -> threading.Lock:
+        with self._lock:
+            return self._locks.setdefault(kb_id, threading.Lock())
+
+    def get(self, bodies: IndexObjects, kb: KnowledgeBaseRecord) -> KbIndex | None:
+        """The KB's index (its newest loadable generation), or None if it has never been built."""
+        if kb.generation <= 0:
+            return None
+        if not kb.index_manifests:
+            # Published before index manifests existed: `agent-knowledge kb reindex` rebuilds it.
+            raise IndexUnavailable("the knowledge base's index must be rebuilt")
+        newest = kb.index_manifests[0]
+        entry = self._entries.get(kb.kb_id)
+        if entry is not None and entry.manifest_key == newest:
+            return entry.index
+        with self._kb_lock(kb.kb_id):
+            entry = self._entries.get(kb.kb_id)
+            if entry is not None and entry.manifest_key == newest:
+                return entry.index
+            failed = self._failed.get(kb.kb_id)
+            recently_failed = (
+                failed is not None and failed[0] == newest and time.monotonic() - failed[1] < RETRY_SECONDS
+            )
+            if entry is not None and recently_failed:
+                return entry.index
+            return self._sync(bodies, kb, entry)
+
+    def _sync(self, bodies: IndexObjects, kb: KnowledgeBaseRecord, entry: _Entry | None) -> KbIndex:
+        for key in kb.index_manifests:
+            if entry is not None and key == entry.manifest_key:
+                return entry.index  # the newest generation that loads is the one we serve
+            try:
+                loaded = self._load(bodies, kb.kb_id, key, entry)
+            except IndexUnavailable as exc:
+                logger.warning(
+                    "index generation not loaded",
+                    extra={"kb_id": kb.kb_id, "manifest": key, "error": str(exc)},
+                )
+                if key == kb.index_manifests[0]:
+                    self._failed[kb.kb_id] = (key, time.monotonic())
+                entry = self._entries.get(kb.kb_id)  # _load may have let go of it
+                continue
+            self._failed.pop(kb.kb_id, None)
+            return loaded.index
+        if entry is not None:
+            logger.warning("serving an index older than every kept generation", extra={"kb_id": kb.kb_id})
+            return entry.index
+        raise IndexUnavailable(f"no generation of the index of {kb.kb_id!r} can be loaded")
+
+    def _load(self, bodies: IndexObjects, kb_id: str, key: str, entry: _Entry | None) -> _Entry:
+        manifest = read_manifest(bodies, kb_id, key)
+        owner = f"index-cache:{kb_id}"
+        if entry is not None and 2 * self.files.missing_bytes(manifest) > manifest.total_bytes:
+            # Mostly new files (a full rebuild): let go of the old generation first, so /tmp never
+            # holds two whole copies of the index.
+            self._drop(kb_id, entry)
+        try:
+            index, directory, downloaded = open_generation(self.files, bodies, manifest, owner)
+        except (IndexUnavailable, KnowledgeUnavailable):
+            current = self._entries.get(kb_id)
+            self.files.hold(owner, [current.manifest] if current else [])
+            raise
+        loaded = _Entry(manifest=manifest, manifest_key=key, index=index, directory=directory)
+        self._entries[kb_id] = loaded
+        self.last_sync[kb_id] = SyncReport(manifest_key=key, downloaded_bytes=downloaded)
+        if entry is not None:
+            self.files.discard(entry.directory)  # searches still running keep their open files
+        self.files.hold(owner, [manifest])
+        return loaded
+
+    def _drop(self, kb_id: str, entry: _Entry) -> None:
+        if self._entries.get(kb_id) is entry:
+            del self._entries[kb_id]
+        self.files.discard(entry.directory)
+        self.files.hold(f"index-cache:{kb_id}", [])
+
+    def opened_directory(self, kb_id: str) -> str | None:
+        """The directory the KB's served generation was opened from (benchmarks open the same files)."""
+        entry = self._entries.get(kb_id)
+        return entry.directory if entry else None
+
+    def clear(self) -> None:
+        with self._lock:
+            for kb_id, entry in list(self._entries.items()):
+                self._drop(kb_id, entry)
+            self._entries.clear()
+            self._failed.clear()
+            self.last_sync.clear()
+
+
+# The container's cache: Lambda keeps module state between invocations of a warm container.
+index_cache = IndexCache()
+
+
+def reset_local_state() -> None:
+    """Forget every opened index and local index file of this process (a new container's state)."""
+    index_cache.clear()
+    index_cache.files.clear()

@@ -1,0 +1,192 @@
+"""This container's copy of index files in /tmp: one content-addressed store, hard links per generation.
+
+Every file is kept once, under its SHA-256, in `{root}/objects/`. A generation is opened from a
+directory of hard links to those objects plus the manifest's `meta.json`, so two generations that
+share files share their bytes: moving to the next generation downloads only the files it adds,
+and /tmp never holds a file twice. Who uses which files is recorded as pins (the index cache pins
+the generation it serves per KB, a writer the generation it last published); objects nobody pins
+are deleted. A download streams the object to a temporary file while hashing it and becomes an
+object only if its size and SHA-256 are the manifest's.
+
+The root is per process (Lambda runs one per container; locally several processes share /tmp),
+and directories of processes that are gone are removed when a store is created.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import tempfile
+import threading
+import uuid
+from collections.abc import Iterable
+from typing import BinaryIO, Protocol
+
+from agent_knowledge.repositories.bodies import BodyMissing, Sink
+from agent_knowledge.retrieval.layout import IndexCorrupt, IndexManifest
+
+ROOT = os.path.join(tempfile.gettempdir(), "agent-knowledge-indexes")
+
+
+class Downloads(Protocol):
+    def download(self, key: str, target: Sink) -> int: ...
+
+
+class _HashingWriter:
+    """A file that hashes what is written to it."""
+
+    def __init__(self, target: BinaryIO) -> None:
+        self._target = target
+        self.digest = hashlib.sha256()
+
+    def write(self, data: bytes) -> int:
+        self.digest.update(data)
+        return self._target.write(data)
+
+
+def _process_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _remove_dead_roots(parent: str) -> None:
+    try:
+        names = os.listdir(parent)
+    except FileNotFoundError:
+        return
+    for name in names:
+        if name.isdigit() and int(name) != os.getpid() and not _process_alive(int(name)):
+            shutil.rmtree(os.path.join(parent, name), ignore_errors=True)
+
+
+class LocalFiles:
+    def __init__(self, root: str | None = None) -> None:
+        if root is None:
+            _remove_dead_roots(ROOT)
+            root = os.path.join(ROOT, str(os.getpid()))
+        self.root = root
+        self._objects = os.path.join(root, "objects")
+        self._open = os.path.join(root, "open")
+        self._pins: dict[str, frozenset[str]] = {}
+        self._lock = threading.Lock()
+
+    def _object(self, sha256: str) -> str:
+        return os.path.join(self._objects, sha256)
+
+    def missing_bytes(self, manifest: IndexManifest) -> int:
+        return sum(entry.size for entry in manifest.files.values() if not os.path.exists(self._object(entry.sha256)))
+
+    def materialize(self, bodies: Downloads, manifest: IndexManifest, owner: str) -> tuple[str, int]:
+        """A new directory holding `manifest`'s generation, and the bytes downloaded for it. Its
+        files are pinned for `owner` (in addition to what it pinned before) until `hold` or
+        `release`. Raises IndexCorrupt if a file is missing or not what the manifest says."""
+        wanted = frozenset(entry.sha256 for entry in manifest.files.values())
+        directory = self.new_directory(f"{manifest.kb_id}.{manifest.generation}")
+        with self._lock:
+            self._pins[owner] = self._pins.get(owner, frozenset()) | wanted
+            # The directory's own lease: no prune (another thread finishing its work) deletes these
+            # objects between their download and their link, whatever `owner` pins meanwhile.
+            self._pins[directory] = wanted
+        os.makedirs(self._objects, exist_ok=True)
+        downloaded = 0
+        try:
+            for name, entry in sorted(manifest.files.items()):
+                if not os.path.exists(self._object(entry.sha256)):
+                    downloaded += self._download(bodies, manifest.file_key(name), entry.sha256, entry.size)
+            for name, entry in manifest.files.items():
+                os.link(self._object(entry.sha256), os.path.join(directory, name))
+            with open(os.path.join(directory, "meta.json"), "w", encoding="utf-8") as meta:
+                json.dump(manifest.meta, meta)
+        except BaseException:
+            self.discard(directory)
+            raise
+        return directory, downloaded
+
+    def _download(self, bodies: Downloads, key: str, sha256: str, size: int) -> int:
+        partial = f"{self._object(sha256)}.{uuid.uuid4().hex}.part"
+        try:
+            with open(partial, "wb") as target:
+                writer = _HashingWriter(target)
+                try:
+                    written = bodies.download(key, writer)
+                except BodyMissing as exc:
+                    raise IndexCorrupt("an index file is missing") from exc
+            if written != size or writer.digest.hexdigest() != sha256:
+                raise IndexCorrupt("an index file is not what its manifest says")
+            os.replace(partial, self._object(sha256))
+            return written
+        finally:
+            if os.path.exists(partial):
+                os.unlink(partial)
+
+    def new_directory(self, label: str) -> str:
+        """An empty directory beside the store (same file system: its files can become objects)."""
+        directory = os.path.join(self._open, f"{label}.{uuid.uuid4().hex[:12]}")
+        os.makedirs(directory)
+        return directory
+
+    def adopt(self, directory: str, manifest: IndexManifest) -> None:
+        """Keep the files a writer produced in `directory` (now `manifest`'s generation), so the
+        next update in this container starts from them without downloading."""
+        os.makedirs(self._objects, exist_ok=True)
+        for name, entry in manifest.files.items():
+            target = self._object(entry.sha256)
+            if not os.path.exists(target):
+                try:
+                    os.link(os.path.join(directory, name), target)
+                except FileExistsError:
+                    pass
+
+    def hold(self, owner: str, manifests: Iterable[IndexManifest]) -> None:
+        """`owner` now needs exactly the files of `manifests`; files nobody needs are deleted."""
+        wanted = frozenset(entry.sha256 for manifest in manifests for entry in manifest.files.values())
+        with self._lock:
+            self._pins[owner] = wanted
+            self._prune()
+
+    def discard(self, directory: str) -> None:
+        """Drop a directory from `materialize` or `new_directory` (its links; searches that have its
+        files open keep them) and its lease on the objects."""
+        shutil.rmtree(directory, ignore_errors=True)
+        with self._lock:
+            if self._pins.pop(directory, None) is not None:
+                self._prune()
+
+    def release(self, owner: str) -> None:
+        self.hold(owner, [])
+
+    def _prune(self) -> None:
+        pinned = frozenset().union(*self._pins.values()) if self._pins else frozenset()
+        try:
+            names = os.listdir(self._objects)
+        except FileNotFoundError:
+            return
+        for name in names:
+            if name not in pinned and not name.endswith(".part"):
+                try:
+                    os.unlink(os.path.join(self._objects, name))
+                except FileNotFoundError:
+                    pass
+
+    def clear(self) -> None:
+        with self._lock:
+            self._pins.clear()
+            shutil.rmtree(self.root, ignore_errors=True)
+
+    def stored_bytes(self) -> int:
+        """Bytes the store holds (each file once, however many directories link it)."""
+        try:
+            return sum(os.path.getsize(os.path.join(self._objects, name)) for name in os.listdir(self._objects))
+        except FileNotFoundError:
+            return 0
+
+
+# The container's store, shared by the index cache (readers) and index writers.
+local_files = LocalFiles()

@@ -1,0 +1,309 @@
+"""The segment layout against moto: incremental updates, reader sync, corruption, races, garbage."""
+
+from __future__ import annotations
+
+import io
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+
+import pytest
+import tantivy
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from agent_knowledge.ingest.documents import Ingestor
+from agent_knowledge.ingest.index_rebuild import rebuild_kb_index
+from agent_knowledge.ingest.index_update import update_kb_index
+from agent_knowledge.ingest.index_writer import ORPHAN_GRACE_SECONDS, collect_garbage, manifests
+from agent_knowledge.repositories.documents import document_id
+from agent_knowledge.retrieval import schema as fields
+from agent_knowledge.retrieval.index_cache import IndexCache, read_manifest, reset_local_state
+from agent_knowledge.retrieval.layout import KEEP_GENERATIONS, prefix
+from agent_knowledge.retrieval.local_files import LocalFiles
+from agent_knowledge_dev.admin import create_knowledge_base
+from tests.support.retrieval import search, search_titles
+
+WORDS = ["alpha", "bravo", "charlie", "delta", "echo", "foxtrot", "golf", "hotel", "配置", "模板", "并发", "锁"]
+
+
+def kb_record(stack, kb_id: str = "kb"):
+    return stack.repositories.knowledge_bases.get(kb_id)
+
+
+def newest_manifest(stack, kb_id: str = "kb"):
+    return read_manifest(stack.repositories.bodies, kb_id, kb_record(stack, kb_id).index_manifests[0])
+
+
+def live_chunks(stack, kb_id: str, cache: IndexCache) -> set[tuple[str, str, int, str]]:
+    """(doc_id, revision, chunk_index, digest) of every chunk the KB's served index holds."""
+    index = cache.get(stack.repositories.bodies, kb_record(stack, kb_id))
+    if index is None:
+        return set()
+    searcher = index._searcher
+    total = int(searcher.num_docs)
+    if total == 0:
+        return set()
+    found = set()
+    for _, address in searcher.search(tantivy.Query.all_query(), total, count=False).hits:
+        stored = searcher.doc(address)
+        found.add(
+            (
+                str(stored.get_first(fields.DOC_ID)),
+                str(stored.get_first(fields.REVISION)),
+                int(stored.get_first(fields.CHUNK_INDEX)),
+                str(stored.get_first(fields.DIGEST)),
+            )
+        )
+    return found
+
+
+@pytest.fixture
+def ingestor(stack) -> Ingestor:
+    for kb_id in ("kb", "other"):
+        create_knowledge_base(stack.repositories, kb_id)
+    return Ingestor(stack.repositories, clock=stack.clock)
+
+
+def _body(words: list[str], paragraphs: int) -> str:
+    return "\n\n".join(f"Paragraph {i} about {' '.join(words)}." for i in range(paragraphs))
+
+
+_operation = st.tuples(
+    st.sampled_from(["put", "put", "delete"]),
+    st.integers(min_value=0, max_value=5),
+    st.lists(st.sampled_from(WORDS), min_size=1, max_size=4),
+    st.integers(min_value=1, max_value=3),
+)
+_kb_counter = iter(range(10_000))
+
+
+@settings(max_examples=12, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(operations=st.lists(st.lists(_operation, min_size=1, max_size=3), min_size=1, max_size=5))
+def test_incremental_updates_give_what_a_full_rebuild_of_the_final_state_gives(stack, operations):
+    kb_id = f"prop{next(_kb_counter)}"
+    create_knowledge_base(stack.repositories, kb_id)
+    ingestor = Ingestor(stack.repositories, clock=stack.clock)
+    for batch in operations:  # each batch: a few changes, then one incremental update naming them
+        changed = []
+        for action, number, words, paragraphs in batch:
+            source_key = f"doc{number}.md"
+            if action == "put":
+                ingestor.put(kb_id, source_key, f"Doc {number}", _body(words, paragraphs), rebuild_index=False)
+            else:
+                ingestor.delete(kb_id, source_key, rebuild_index=False)
+            changed.append(document_id(source_key))
+        update_kb_index(stack.repositories, kb_id, changed)
+    cache = IndexCache(LocalFiles(f"/tmp/ak-test-prop-{kb_id}"))
+    incremental = live_chunks(stack, kb_id, cache)
+    queries = ["alpha bravo", "charlie", "配置模板", "锁", "hotel echo golf"]
+    found = {query: sorted(search_titles(stack, [kb_id], query)) for query in queries}
+    manifest = newest_manifest(stack, kb_id)
+
+    rebuild_kb_index(stack.repositories, kb_id)
+    rebuilt = live_chunks(stack, kb_id, cache)
+    assert incremental == rebuilt
+    assert {query: sorted(search_titles(stack, [kb_id], query)) for query in queries} == found
+    ready = [record for record in stack.repositories.documents.list(kb_id) if record.status == "ready"]
+    assert manifest.chunks == len(rebuilt) == sum(record.chunk_count for record in ready)
+    assert manifest.documents == newest_manifest(stack, kb_id).documents == len(ready)
+    cache.clear()
+    cache.files.clear()
+
+
+def test_a_one_document_update_uploads_only_the_new_files(stack, ingestor, monkeypatch):
+    for i in range(120):
+        ingestor.put("kb", f"d{i}.md", f"D{i}", _body([WORDS[i % 8], f"word{i}"], 3), rebuild_index=False)
+    ingestor.rebuild_index("kb")
+    base = newest_manifest(stack)
+    bodies = stack.repositories.bodies
+    original = bodies.put_file
+    uploads: list[tuple[str, int]] = []
+
+    def counting(key, source, sha256_hex, content_type):
+        sent = original(key, source, sha256_hex, content_type)
+        uploads.append((key, sent))
+        return sent
+
+    monkeypatch.setattr(bodies, "put_file", counting)
+    before = stack.repositories.documents.get("kb", document_id("d7.md")).chunk_count
+    ingestor.put("kb", "d7.md", "D7", "A changed body about zulu.")
+    new = newest_manifest(stack)
+    added = {name: entry for name, entry in new.files.items() if base.files.get(name) != entry}
+    manifest_key = kb_record(stack).index_manifests[0]
+    assert sorted(uploads) == sorted(
+        [(new.file_key(n), e.size) for n, e in added.items()] + [(manifest_key, len(new.to_bytes()))]
+    )
+    # The one segment of the rebuild is not uploaded again: only its delete bitset is.
+    assert [name for name in added if name.endswith(".del")] and sum(size for _, size in uploads) < base.total_bytes / 5
+    assert new.generation == 2 and new.chunks == base.chunks - before + 1 and new.documents == base.documents
+    assert search_titles(stack, ["kb"], "zulu") == ["D7"]
+
+
+def test_an_update_that_changes_nothing_publishes_nothing(stack, ingestor):
+    ingestor.put("kb", "a.md", "A", "Alpha text.")
+    generation = kb_record(stack).generation
+    assert update_kb_index(stack.repositories, "kb", [document_id("a.md"), document_id("never.md")]) == generation
+    assert update_kb_index(stack.repositories, "kb", []) == generation
+
+
+def test_a_reader_that_missed_generations_downloads_only_what_it_lacks(stack, ingestor):
+    for i in range(40):
+        ingestor.put("kb", f"d{i}.md", f"D{i}", _body([WORDS[i % 8]], 2), rebuild_index=False)
+    ingestor.rebuild_index("kb")
+    reader = IndexCache(LocalFiles("/tmp/ak-test-reader"))
+    try:
+        first = kb_record(stack)
+        assert reader.get(stack.repositories.bodies, first) is not None
+        held = newest_manifest(stack)
+        assert reader.last_sync["kb"].downloaded_bytes == held.total_bytes
+        for word in ("xray", "yankee", "zulu"):  # three generations the reader never sees
+            ingestor.put("kb", f"{word}.md", word.title(), f"About {word}.")
+        latest = kb_record(stack)
+        assert latest.generation == first.generation + 3
+        index = reader.get(stack.repositories.bodies, latest)
+        assert index is not None and index.generation == latest.generation
+        new = newest_manifest(stack)
+        lacking = {entry.sha256: entry.size for name, entry in new.files.items() if entry not in held.files.values()}
+        assert reader.last_sync["kb"].downloaded_bytes == sum(lacking.values())
+        # /tmp holds the new generation once: the old generation's own files are gone.
+        assert reader.files.stored_bytes() == sum({e.sha256: e.size for e in new.files.values()}.values())
+        assert search_titles(stack, ["kb"], "zulu") == ["Zulu"]
+    finally:
+        reader.clear()
+        reader.files.clear()
+
+
+def _corrupt_every_index_object(stack, kb_id: str, data: bytes | None) -> None:
+    bodies = stack.repositories.bodies
+    for listed in list(bodies.list(f"indexes/{kb_id}/")):
+        original = bodies.read(listed.key)
+        replacement = original[: len(original) // 2] if data is None else data
+        bodies.put(listed.key, replacement, "0" * 64)
+
+
+@pytest.mark.parametrize("data", [b"garbage, not an index", b"", None], ids=["garbage", "empty", "truncated"])
+def test_an_unreadable_index_fails_only_its_source_and_the_next_update_repairs_it(call, demo, data):
+    stack = demo
+    """Issue 17 finding 3: on the old layout this answered 500 and the next rebuild failed."""
+    from agent_knowledge_dev.demo import DEMO_KB
+    from agent_knowledge_dev.testing.functions import load_event, with_changes
+
+    ingestor = Ingestor(stack.repositories, clock=stack.clock)
+    create_knowledge_base(stack.repositories, "second")
+    ingestor.put("second", "oncall.md", "On-call receipts", "Receipts for on-call expenses.")
+    route = stack.repositories.routes.get("demo")
+    from agent_knowledge.records import KnowledgeConfig, SourceConfig
+
+    knowledge = KnowledgeConfig(enabled=True, sources=[SourceConfig(kb_id=DEMO_KB), SourceConfig(kb_id="second")])
+    stack.repositories.routes.put(route.model_copy(update={"knowledge": knowledge}))
+    event = with_changes(load_event("search-english-query"), body={"query": "receipt"})
+    assert call("search", event).json()["status"] == "ok"
+
+    _corrupt_every_index_object(stack, "second", data)
+    reset_local_state()
+    manifests.clear()
+    result = call("search", event)
+    assert result.status == 200 and result.json()["status"] == "partial"
+    assert "On-call receipts" not in [hint["title"] for hint in result.json()["hints"]]
+
+    ingestor.put("second", "new.md", "New receipts", "More receipts.")  # the next update rebuilds
+    titles = [hint["title"] for hint in call("search", event).json()["hints"]]
+    assert call("search", event).json()["status"] == "ok" and "On-call receipts" in titles
+
+
+def test_a_corrupt_newest_segment_falls_back_to_the_previous_generation(stack, ingestor):
+    ingestor.put("kb", "a.md", "Cats", "Cats sleep all day.")
+    ingestor.put("kb", "b.md", "Dogs", "Dogs bark at cats.")  # generation 2: a new segment
+    base = read_manifest(stack.repositories.bodies, "kb", kb_record(stack).index_manifests[1])
+    new = newest_manifest(stack)
+    name = next(n for n, e in new.files.items() if n not in base.files and n.endswith(".store"))
+    stack.repositories.bodies.put(new.file_key(name), b"\x00" * new.files[name].size, "0" * 64)
+    reset_local_state()
+    result = search(stack, ["kb", "other"], "cats")
+    assert result.failed_kb_ids == [] and [d.document.title for d in result.documents] == ["Cats"]
+    # With no older generation left to fall back to, only this source fails.
+    for key in kb_record(stack).index_manifests[1:]:
+        stack.repositories.bodies.delete(key)
+    reset_local_state()
+    result = search(stack, ["kb", "other"], "cats")
+    assert result.failed_kb_ids == ["kb"] and result.answered_kb_ids == ["other"]
+
+
+def test_a_manifest_of_another_schema_version_fails_the_source_and_the_next_update_rebuilds(
+    stack, ingestor, monkeypatch
+):
+    ingestor.put("kb", "a.md", "Cats", "Cats sleep all day.")
+    monkeypatch.setattr(fields, "SCHEMA_VERSION", fields.SCHEMA_VERSION + 1)
+    import agent_knowledge.retrieval.layout as layout
+
+    monkeypatch.setattr(layout, "SCHEMA_VERSION", fields.SCHEMA_VERSION)
+    reset_local_state()
+    manifests.clear()
+    assert search(stack, ["kb"], "cats").failed_kb_ids == ["kb"]
+    ingestor.put("kb", "b.md", "Dogs", "Dogs bark.")
+    assert newest_manifest(stack).kind == "rebuild"
+    assert search_titles(stack, ["kb"], "cats") == ["Cats"]
+
+
+def test_a_writer_that_loses_the_race_applies_its_change_on_the_winners_generation(stack, ingestor, monkeypatch):
+    ingestor.put("kb", "a.md", "A", "Alpha.")
+    kbs = stack.repositories.knowledge_bases
+    original = kbs.publish_index
+    calls: list[bool] = []
+
+    def raced(kb_id, expected, kept):
+        if not calls:
+            calls.append(True)
+            # Another container stores and publishes b.md between our read of g and our publish.
+            other = Ingestor(stack.repositories, clock=stack.clock)
+            other.put("kb", "b.md", "B", "Bravo.", rebuild_index=False)
+            monkeypatch.setattr(kbs, "publish_index", original)
+            update_kb_index(stack.repositories, "kb", [document_id("b.md")])
+            monkeypatch.setattr(kbs, "publish_index", raced)
+        published = original(kb_id, expected, kept)
+        calls.append(published)
+        return published
+
+    monkeypatch.setattr(kbs, "publish_index", raced)
+    ingestor.put("kb", "c.md", "C", "Charlie.")
+    assert calls == [True, False, True] and kb_record(stack).generation == 3
+    assert [search_titles(stack, ["kb"], word) for word in ("alpha", "bravo", "charlie")] == [["A"], ["B"], ["C"]]
+
+
+def test_concurrent_updaters_lose_no_change(stack, ingestor, monkeypatch):
+    # DynamoDB's conditional writes are atomic; moto's are not across threads: make them so.
+    kbs = stack.repositories.knowledge_bases
+    original, lock = kbs.publish_index, threading.Lock()
+
+    def atomic(*args):
+        with lock:
+            return original(*args)
+
+    monkeypatch.setattr(kbs, "publish_index", atomic)
+    words = [f"keyword{i:02d}" for i in range(10)]
+    with ThreadPoolExecutor(max_workers=5) as pool:
+        list(pool.map(lambda w: ingestor.put("kb", f"{w}.md", f"Doc {w}", f"About {w}."), words))
+    for word in words:
+        assert search_titles(stack, ["kb"], word) == [f"Doc {word}"]
+    assert newest_manifest(stack).documents == len(words)
+
+
+def test_nothing_unreferenced_stays_beyond_the_kept_generations(stack, ingestor):
+    for i in range(12):  # enough small segments for the merge policy to merge some
+        ingestor.put("kb", f"d{i}.md", f"D{i}", f"Body number{i}.")
+    ingestor.rebuild_index("kb")
+    ingestor.put("kb", "d3.md", "D3", "Changed.")
+    kept = kb_record(stack).index_manifests
+    assert len(kept) == KEEP_GENERATIONS
+    referenced = set(kept)
+    for key in kept:
+        referenced |= read_manifest(stack.repositories.bodies, "kb", key).object_keys()
+    bodies = stack.repositories.bodies
+    assert {listed.key for listed in bodies.list(prefix("kb"))} == referenced
+    # An object left by a writer that died: kept while it may be in use, deleted after the grace period.
+    orphan = f"{prefix('kb')}files/{'0' * 64}.{'1' * 32}.idx"
+    bodies.put_file(orphan, io.BytesIO(b"left over"), "0" * 64, "application/octet-stream")
+    assert collect_garbage(bodies, "kb", kept, []) == 0
+    assert collect_garbage(bodies, "kb", kept, [], now=time.time() + ORPHAN_GRACE_SECONDS + 60) == 1
+    assert {listed.key for listed in bodies.list(prefix("kb"))} == referenced
