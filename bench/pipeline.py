@@ -133,7 +133,10 @@ def _found(repositories: Any, query: str, title: str) -> bool:
 
     config = KnowledgeConfig(enabled=True, sources=[SourceConfig(kb_id=KB)])
     scope = Scope(config, repositories.knowledge_bases.get_many([KB]))
-    return any(hit.document.title == title for hit in retrieve(repositories, scope, query, 3).documents)
+    return any(
+        hit.document.title == title
+        for hit in retrieve(repositories.bodies, repositories.documents, scope, query, 3).documents
+    )
 
 
 def _until(condition: Any, deadline: float = DEADLINE_SECONDS, poll: float = POLL_SECONDS) -> float:
