@@ -70,6 +70,9 @@ class MemoryDocuments:
     def get_many(self, keys: list[tuple[str, str]]) -> dict[tuple[str, str], DocumentRecord]:
         return {key: self.records[key] for key in keys if key in self.records}
 
+    def get_whole(self, keys: list[tuple[str, str]]) -> dict[tuple[str, str], DocumentRecord]:
+        return self.get_many(keys)
+
     def list(self, kb_id: str) -> Iterator[DocumentRecord]:
         return (record for record in self.records.values() if record.kb_id == kb_id)
 

@@ -101,7 +101,7 @@ def _apply(
             return _REBUILD
         # Records are read after the KB record: a generation published before that read holds
         # only changes older than these records.
-        records = repositories.documents.get_many([(kb.kb_id, doc_id) for doc_id in wanted])
+        records = repositories.documents.get_whole([(kb.kb_id, doc_id) for doc_id in wanted])
         present: set[str] = set()
         changed: list[str] = []
         ready: list[DocumentRecord] = []

@@ -89,6 +89,16 @@ class DocumentRepository:
         ]
         return {(r.kb_id, r.doc_id): r for r in batch_get(self._dynamodb, lookups) if r is not None}
 
+    def get_whole(self, keys: list[tuple[str, str]]) -> dict[tuple[str, str], DocumentRecord]:
+        """Batch read of whole records (chunk offsets included: the index writer cuts chunks from
+        the body with them); missing documents are absent from the result."""
+        wanted = list(dict.fromkeys(keys))
+        lookups = [
+            Lookup(self._table, key(kb_id=kb_id, doc_id=doc_id), DocumentRecord.model_validate, "document storage")
+            for kb_id, doc_id in wanted
+        ]
+        return {(r.kb_id, r.doc_id): r for r in batch_get(self._dynamodb, lookups) if r is not None}
+
     def get_many(self, keys: list[tuple[str, str]]) -> dict[tuple[str, str], DocumentRecord]:
         """Batch read of (kb_id, doc_id) pairs, as validation needs them (`VALIDATION_ATTRIBUTES`);
         missing documents are absent from the result."""
