@@ -153,6 +153,9 @@ class _Documents:
     def get_many(self, keys: list[tuple[str, str]]) -> dict[tuple[str, str], Any]:
         return {key: self.records[key] for key in keys if key in self.records}
 
+    def get_whole(self, keys: list[tuple[str, str]]) -> dict[tuple[str, str], Any]:
+        return self.get_many(keys)
+
 
 def _change(repositories: Any, number: int) -> str:
     """Store a new revision of one document (its record and body): what a `doc put` leaves."""

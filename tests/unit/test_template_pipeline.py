@@ -161,6 +161,8 @@ def test_the_indexer_function_has_exactly_the_access_it_needs(translated, resour
             {"s3:GetObject", "s3:PutObject", "s3:DeleteObject"},
             [{"Fn::Sub": "${BodiesBucket.Arn}/indexes/*"}],
         ),
+        # Listing a KB's index files finds the ones no kept generation references (to delete them).
+        "ListIndexFiles": ({"s3:ListBucket"}, [{"Fn::GetAtt": ["BodiesBucket", "Arn"]}]),
         "ConsumeIndexingRequests": (
             {"sqs:ReceiveMessage", "sqs:DeleteMessage", "sqs:ChangeMessageVisibility", "sqs:GetQueueAttributes"},
             [{"Fn::GetAtt": ["IndexQueue", "Arn"]}],
