@@ -92,3 +92,60 @@ def conditional_write(what: str, operation: Callable[..., Any], **request: Any) 
             return False
         raise
     return True
+
+
+class Table:
+    """One DynamoDB table as the repositories use it: consistent reads, conditional writes whose
+    failed condition is an answer (False), and every other failure `KnowledgeUnavailable(store)`."""
+
+    def __init__(self, dynamodb: Any, name: str, store: str) -> None:
+        self.dynamodb = dynamodb
+        self.name = name
+        self.store = store
+
+    def get(self, item_key: dict[str, Any]) -> dict[str, Any] | None:
+        """The item under `item_key` as plain values, read consistently; None if there is none."""
+        with storage_errors(self.store):
+            response = self.dynamodb.get_item(TableName=self.name, Key=item_key, ConsistentRead=True)
+        item = response.get("Item")
+        return from_item(item) if item else None
+
+    def query_page(self, **request: Any) -> list[dict[str, Any]]:
+        """The items (as stored) of one page of a query on this table or one of its indexes."""
+        with storage_errors(self.store):
+            return list(self.dynamodb.query(TableName=self.name, **request).get("Items", []))
+
+    def put(self, values: dict[str, Any]) -> None:
+        """Write an item, replacing any with its key."""
+        with storage_errors(self.store):
+            self.dynamodb.put_item(TableName=self.name, Item=to_item(values))
+
+    def put_new(self, values: dict[str, Any], key_attribute: str) -> bool:
+        """Insert an item; False if one with its key exists already."""
+        return conditional_write(
+            self.store,
+            self.dynamodb.put_item,
+            TableName=self.name,
+            Item=to_item(values),
+            ConditionExpression=f"attribute_not_exists({key_attribute})",
+        )
+
+    def update(
+        self,
+        item_key: dict[str, Any],
+        expression: str,
+        condition: str,
+        values: dict[str, Any],
+        names: dict[str, str] | None = None,
+    ) -> bool:
+        """Apply `expression` to the item if `condition` holds; False if it does not."""
+        request: dict[str, Any] = {
+            "TableName": self.name,
+            "Key": item_key,
+            "UpdateExpression": expression,
+            "ConditionExpression": condition,
+            "ExpressionAttributeValues": to_item(values),
+        }
+        if names:
+            request["ExpressionAttributeNames"] = names
+        return conditional_write(self.store, self.dynamodb.update_item, **request)

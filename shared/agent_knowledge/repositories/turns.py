@@ -20,13 +20,14 @@ from typing import Any, Literal
 
 from botocore.exceptions import ClientError
 
-from agent_knowledge.repositories.dynamo import conditional_write, from_item, key, to_item
+from agent_knowledge.repositories.dynamo import Table, key
 from agent_knowledge.repositories.errors import is_conditional_failure, storage_errors
 
 # Same grace as runs: the records outlive their run by a day, then TTL removes them.
 TTL_GRACE_SECONDS = 86_400
 
 TurnState = Literal["preparing", "ready"]
+STATE_NAME = {"#s": "state"}  # `state` is a DynamoDB reserved word
 
 
 @dataclass(frozen=True)
@@ -52,54 +53,26 @@ class CompletionClaim:
 
 class TurnRepository:
     def __init__(self, dynamodb: Any, table: str) -> None:
-        self._dynamodb = dynamodb
-        self._table = table
-
-    def _get(self, pk: str) -> dict[str, Any] | None:
-        with storage_errors("run storage"):
-            response = self._dynamodb.get_item(TableName=self._table, Key=key(pk=pk), ConsistentRead=True)
-        item = response.get("Item")
-        return from_item(item) if item else None
-
-    def _put_new(self, values: dict[str, Any]) -> bool:
-        return conditional_write(
-            "run storage",
-            self._dynamodb.put_item,
-            TableName=self._table,
-            Item=to_item(values),
-            ConditionExpression="attribute_not_exists(pk)",
-        )
-
-    def _update(self, pk: str, expression: str, condition: str, values: dict[str, Any]) -> bool:
-        return conditional_write(
-            "run storage",
-            self._dynamodb.update_item,
-            TableName=self._table,
-            Key=key(pk=pk),
-            UpdateExpression=expression,
-            ConditionExpression=condition,
-            ExpressionAttributeNames={"#s": "state"},
-            ExpressionAttributeValues=to_item(values),
-        )
+        self._table = Table(dynamodb, table, "run storage")
 
     # user_message_id ------------------------------------------------------------------------
 
     def claim_message(self, message_key: str, turn_key: str, expires_at: int) -> tuple[str, bool]:
         """The turn key that owns the message (ours or an earlier one), and whether we just claimed it."""
         values = {"pk": f"message#{message_key}", "turn_key": turn_key, "ttl": expires_at + TTL_GRACE_SECONDS}
-        if self._put_new(values):
+        if self._table.put_new(values, key_attribute="pk"):
             return turn_key, True
-        existing = self._get(f"message#{message_key}")
+        existing = self._table.get(key(pk=f"message#{message_key}"))
         if existing is None:  # removed in between (released or expired): try once more
-            return (turn_key, True) if self._put_new(values) else (turn_key, False)
+            return (turn_key, True) if self._table.put_new(values, key_attribute="pk") else (turn_key, False)
         return str(existing["turn_key"]), False
 
     def release_message(self, message_key: str, turn_key: str) -> None:
         """Undo a claim this request made for a turn it then could not use."""
         try:
-            with storage_errors("run storage"):
-                self._dynamodb.delete_item(
-                    TableName=self._table,
+            with storage_errors(self._table.store):
+                self._table.dynamodb.delete_item(
+                    TableName=self._table.name,
                     Key=key(pk=f"message#{message_key}"),
                     ConditionExpression="turn_key = :t",
                     ExpressionAttributeValues={":t": {"S": turn_key}},
@@ -122,14 +95,14 @@ class TurnRepository:
             "expires_at": claim.expires_at,
             "ttl": claim.expires_at + TTL_GRACE_SECONDS,
         }
-        if self._put_new(values):
+        if self._table.put_new(values, key_attribute="pk"):
             return None
         existing = self.get_turn(claim.key)
         # Gone in between only if it expired this very moment; a retry then creates it afresh.
         return existing if existing is not None else self.claim_turn(claim)
 
     def get_turn(self, turn_key: str) -> TurnClaim | None:
-        item = self._get(f"turn#{turn_key}")
+        item = self._table.get(key(pk=f"turn#{turn_key}"))
         if item is None:
             return None
         context = item.get("context")
@@ -146,17 +119,18 @@ class TurnRepository:
 
     def renew_lease(self, turn_key: str, expected_lease: int, lease_until: int) -> bool:
         """Take over the preparation of a turn whose preparer stopped (its lease ran out)."""
-        return self._update(
-            f"turn#{turn_key}",
+        return self._table.update(
+            key(pk=f"turn#{turn_key}"),
             "SET lease_until = :new",
             "#s = :preparing AND lease_until = :old",
             {":new": lease_until, ":old": expected_lease, ":preparing": "preparing"},
+            STATE_NAME,
         )
 
     def freeze(self, turn_key: str, run_id: str, lease_until: int, context: str) -> bool:
         """Store the prepared context once; False if another preparer took the turn over."""
-        return self._update(
-            f"turn#{turn_key}",
+        return self._table.update(
+            key(pk=f"turn#{turn_key}"),
             "SET #s = :ready, context = :context",
             "#s = :preparing AND run_id = :run AND lease_until = :lease",
             {
@@ -166,6 +140,7 @@ class TurnRepository:
                 ":lease": lease_until,
                 ":context": zlib.compress(context.encode("utf-8")),
             },
+            STATE_NAME,
         )
 
     # run completion ------------------------------------------------------------------------
@@ -180,9 +155,9 @@ class TurnRepository:
             "completed_at": claim.completed_at,
             "ttl": expires_at + TTL_GRACE_SECONDS,
         }
-        if self._put_new(values):
+        if self._table.put_new(values, key_attribute="pk"):
             return None
-        item = self._get(f"completion#{claim.run_id}")
+        item = self._table.get(key(pk=f"completion#{claim.run_id}"))
         if item is None:
             return self.claim_completion(claim, expires_at)
         return CompletionClaim(
