@@ -17,8 +17,8 @@ Root modules: `limits` (every protocol number), `errors` (the domain error ladde
 `records` (stored records), `models` (API models), `wire` (exact JSON bytes and their cost).
 
 Subpackages re-export their public names. `knowledge` and `turns` do it lazily (`lazy_exports`),
-so importing one name never loads another function's dependencies (tantivy) at cold start; the
-others import their few small modules directly (the API functions load them all anyway).
+so importing one name never loads another function's dependencies (tantivy) at cold start, and so
+does `runtime` (see its docstring); `identity` and `references` import their few small modules.
 """
 
 from __future__ import annotations
