@@ -16,8 +16,10 @@ moto's work is in the server process, so neither side's CPU counts it.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
+import re
 import socket
 import statistics
 import subprocess
@@ -110,12 +112,26 @@ def _request_event(handler: str, query: str) -> tuple[dict[str, Any], str | None
     return handlers.event(handler), None
 
 
+# What makes a turn's writes new items: its turn and message keys (digests of the ids the
+# request carries) and its run id. The floor renews them so that its writes succeed as ours did.
+_NEW_ITEM_IDS = re.compile(r"(?<=turn#)[0-9a-f]{64}|(?<=message#)[0-9a-f]{64}|run_[0-9a-f]{32}")
+
+
 def _floor_calls(calls: list[Any], unique: str | None) -> list[Any]:
-    """The trial's calls, with the trial's turn id renewed so the floor's writes are new items too."""
+    """The trial's calls, with the trial's turn ids renewed so the floor's writes are new items too
+    (the same conditional writes, succeeding instead of failing on the trial's items)."""
     if unique is None:
         return calls
-    renewed: list[Any] = json.loads(json.dumps(calls).replace(unique, uuid.uuid4().hex[:12]))
-    return renewed
+    text = json.dumps(calls)
+    renewed = {old: _fresh_like(old) for old in set(_NEW_ITEM_IDS.findall(text))}
+    result: list[Any] = json.loads(_NEW_ITEM_IDS.sub(lambda match: renewed[match.group(0)], text))
+    return result
+
+
+def _fresh_like(identifier: str) -> str:
+    if identifier.startswith("run_"):
+        return f"run_{uuid.uuid4().hex}"
+    return hashlib.sha256(uuid.uuid4().bytes).hexdigest()
 
 
 def _client_config() -> dict[str, Any]:

@@ -55,7 +55,7 @@ PRICES_USD = {
     "sqs_standard_per_million": 0.40,
     "sqs_fifo_per_million": 0.50,
     "lambda_per_million_requests": 0.20,
-    "lambda_gb_second": 0.0000166667,  # x86_64
+    "lambda_gb_second": 0.0000133334,  # arm64, the template's architecture (not used: duration is not counted)
 }
 S3_GETS = {"GetObject", "HeadObject"}
 

@@ -1,23 +1,38 @@
-"""moto's DynamoDB items are not safe to read while another thread updates them: a projected read
-iterates the item's attribute dict while an UpdateItem adds to it ("dictionary changed size during
-iteration", seen in tests/reliability/test_consistency.py once reads were batched with a
-ProjectionExpression). Real DynamoDB has no such race, so the local stacks read a snapshot."""
+"""moto's DynamoDB is not safe for concurrent requests; the local stacks hand it one at a time.
+
+Two races, both absent from real DynamoDB, which serializes writes per item and makes each
+transaction atomic:
+- a projected read iterates an item's attribute dict while an UpdateItem on another thread adds to
+  it ("dictionary changed size during iteration", seen in tests/reliability/test_consistency.py
+  once the validation reads carried a ProjectionExpression);
+- TransactWriteItems deep-copies every table it touches before writing and restores that copy
+  when a condition fails, so a write another thread made in between would be lost, and the copy
+  itself can fail on a dict being changed.
+One lock around moto's DynamoDB request handler (parsing, the backend, the response) removes both.
+Other services are untouched; the GIL already ran moto's Python one thread at a time, so little
+concurrency is lost.
+"""
 
 from __future__ import annotations
 
+import functools
+import threading
 from typing import Any
+
+_LOCK = threading.RLock()
 
 
 def install() -> None:
-    from moto.dynamodb.models import dynamo_type
+    from moto.dynamodb.responses import DynamoHandler
 
-    item = dynamo_type.Item
-    if getattr(item.to_regular_json, "_snapshot", False):
+    original = DynamoHandler.call_action
+    if getattr(original, "_one_at_a_time", False):
         return
-    deserializer = dynamo_type.deserializer
 
-    def to_regular_json(self: Any) -> dict[str, Any]:
-        return {key: deserializer.deserialize(value.to_regular_json()) for key, value in list(self.attrs.items())}
+    @functools.wraps(original)
+    def call_action(self: Any) -> Any:
+        with _LOCK:
+            return original(self)
 
-    to_regular_json._snapshot = True  # type: ignore[attr-defined]
-    item.to_regular_json = to_regular_json  # type: ignore[method-assign]
+    call_action._one_at_a_time = True  # type: ignore[attr-defined]
+    DynamoHandler.call_action = call_action  # type: ignore[method-assign]

@@ -16,8 +16,9 @@ Where each part of the protocol lives (sections of docs/DESIGN.md):
 Root modules: `limits` (every protocol number), `errors` (the domain error ladder), `settings`,
 `records` (stored records), `models` (API models), `wire` (exact JSON bytes and their cost).
 
-Subpackages re-export their public names lazily (`lazy_exports`), so importing one name never
-loads another function's dependencies (tantivy, the ingest code) at cold start.
+Subpackages re-export their public names. `knowledge` and `turns` do it lazily (`lazy_exports`),
+so importing one name never loads another function's dependencies (tantivy) at cold start, and so
+does `runtime` (see its docstring); `identity` and `references` import their few small modules.
 """
 
 from __future__ import annotations
@@ -28,9 +29,13 @@ from collections.abc import Callable
 from typing import Any
 
 
-def lazy_exports(package: str, exports: dict[str, str]) -> tuple[Callable[[str], Any], Callable[[], list[str]]]:
-    """`__getattr__` and `__dir__` for a package that re-exports `exports` (name → submodule),
-    importing a submodule only when one of its names is first used."""
+def lazy_exports(
+    package: str, names_by_submodule: dict[str, str]
+) -> tuple[list[str], Callable[[str], Any], Callable[[], list[str]]]:
+    """`__all__`, `__getattr__` and `__dir__` for a package that re-exports the names of its
+    submodules (submodule → space-separated names), importing a submodule only when one of its
+    names is first used."""
+    exports = {name: submodule for submodule, names in names_by_submodule.items() for name in names.split()}
 
     def __getattr__(name: str) -> Any:
         submodule = exports.get(name)
@@ -43,4 +48,4 @@ def lazy_exports(package: str, exports: dict[str, str]) -> tuple[Callable[[str],
     def __dir__() -> list[str]:
         return sorted(set(vars(sys.modules[package])) | set(exports))
 
-    return __getattr__, __dir__
+    return list(exports), __getattr__, __dir__

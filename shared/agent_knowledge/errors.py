@@ -25,22 +25,33 @@ attributes are identifiers and times only, safe to log.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, ClassVar
 
 
 class KnowledgeError(Exception):
-    """Base of every error the protocol reports to a caller."""
+    """Base of every error the protocol reports to a caller.
+
+    A subclass names in `context_fields` the keyword arguments it carries (identifiers and times);
+    each becomes an attribute and, when set, an entry of `context()`.
+    """
 
     code = "internal_error"
     default_message = "internal error"
+    context_fields: ClassVar[tuple[str, ...]] = ()
 
-    def __init__(self, message: str | None = None) -> None:
+    def __init__(self, message: str | None = None, **context: Any) -> None:
+        unknown = set(context) - set(self.context_fields)
+        if unknown:
+            raise TypeError(f"{type(self).__name__} carries no {', '.join(sorted(unknown))}")
+        for name in self.context_fields:
+            setattr(self, name, context.get(name))
         self.message = message or self.default_message
         super().__init__(self.message)
 
     def context(self) -> dict[str, Any]:
         """What the error knows beyond its code, for log lines (never secrets or bodies)."""
-        return {}
+        values = {name: getattr(self, name) for name in self.context_fields}
+        return {name: value for name, value in values.items() if value is not None}
 
 
 class InvalidRequest(KnowledgeError):
@@ -73,12 +84,8 @@ class WorkspaceNotFound(AccessRefused):
 class RunRefused(KnowledgeError):
     """The run named in the request cannot be used by this caller now."""
 
-    def __init__(self, message: str | None = None, *, run_id: str | None = None) -> None:
-        super().__init__(message)
-        self.run_id = run_id
-
-    def context(self) -> dict[str, Any]:
-        return {"run_id": self.run_id} if self.run_id else {}
+    context_fields = ("run_id",)
+    run_id: str | None
 
 
 class RunNotFound(RunRefused):
@@ -118,24 +125,19 @@ class ReferenceInvalid(SearchAgain):
     code = "knowledge_reference_invalid"
     default_message = "the knowledge reference or cursor is invalid"
 
-    def __init__(self, reason: str | None = None) -> None:
-        super().__init__()  # never a caller-specific message
-        self.reason = reason
+    context_fields = ("reason",)
+    reason: str | None
 
-    def context(self) -> dict[str, Any]:
-        return {"reason": self.reason} if self.reason else {}
+    def __init__(self, reason: str | None = None) -> None:
+        super().__init__(reason=reason)  # never a caller-specific message
 
 
 class ReferenceExpired(SearchAgain):
     code = "knowledge_reference_expired"
     default_message = "the knowledge reference or cursor has expired; search again"
 
-    def __init__(self, message: str | None = None, *, expires_at: int | None = None) -> None:
-        super().__init__(message)
-        self.expires_at = expires_at  # epoch seconds the reference or cursor expired at
-
-    def context(self) -> dict[str, Any]:
-        return {"expires_at": self.expires_at} if self.expires_at is not None else {}
+    context_fields = ("expires_at",)
+    expires_at: int | None  # epoch seconds the reference or cursor expired at
 
 
 class ScopeChanged(SearchAgain):
@@ -157,13 +159,9 @@ class KnowledgeUnavailable(KnowledgeError):
     code = "knowledge_unavailable"
     default_message = "knowledge storage is temporarily unavailable"
 
-    def __init__(self, message: str | None = None, *, store: str | None = None) -> None:
-        super().__init__(message)
-        self.store = store  # which store failed, e.g. "document storage"
+    context_fields = ("store",)
+    store: str | None  # which store failed, e.g. "document storage"
 
     @classmethod
     def of(cls, store: str) -> KnowledgeUnavailable:
         return cls(f"{store} is temporarily unavailable", store=store)
-
-    def context(self) -> dict[str, Any]:
-        return {"store": self.store} if self.store else {}

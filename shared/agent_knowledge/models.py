@@ -6,9 +6,9 @@ so that byte budgets are measured on exactly the bytes sent.
 
 from __future__ import annotations
 
-from typing import Any, ClassVar, Final, Generic, Literal, TypeVar
+from typing import Annotated, Any, ClassVar, Final, Generic, Literal, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
 from agent_knowledge import limits
 from agent_knowledge.errors import InvalidRequest
@@ -17,6 +17,16 @@ CAPABILITIES_SCHEMA: Final = "bailing.agent-knowledge-capabilities.v1"
 SEARCH_SCHEMA: Final = "bailing.agent-knowledge-search.v1"
 READ_SCHEMA: Final = "bailing.agent-knowledge-read.v1"
 PROTOCOL: Final = "bailing.agent-knowledge.v1"
+
+
+def _not_blank(value: str) -> str:
+    if not value.strip():
+        raise ValueError("must not be empty")
+    return value
+
+
+# Request text that must say something: whitespace only is refused like an empty string.
+NonBlankStr = Annotated[str, AfterValidator(_not_blank)]
 
 
 class RequestModel(BaseModel):
@@ -62,16 +72,9 @@ class CapabilitiesResponse(ResponseModel):
 
 
 class SearchRequest(RequestModel):
-    query: str = Field(max_length=limits.QUERY_MAX_CHARS)
+    query: NonBlankStr = Field(max_length=limits.QUERY_MAX_CHARS)
     limit: int = Field(default=limits.SEARCH_MAX_RESULTS, ge=limits.SEARCH_MIN_RESULTS, le=limits.SEARCH_MAX_RESULTS)
     run_id: str | None = Field(default=None, min_length=1, max_length=limits.RUN_ID_MAX_CHARS)
-
-    @field_validator("query")
-    @classmethod
-    def _query_not_blank(cls, query: str) -> str:
-        if not query.strip():
-            raise ValueError("must not be empty")
-        return query
 
 
 class Hint(ResponseModel):
@@ -86,11 +89,18 @@ class Hint(ResponseModel):
 SearchStatus = Literal["ok", "disabled", "unavailable", "partial"]
 
 
-class SearchResponse(ResponseModel):
-    schema_version: Literal["bailing.agent-knowledge-search.v1"] = SEARCH_SCHEMA
+class RouteAnswer(ResponseModel):
+    """How search and read answers begin: their schema, the route and run they answer for, and
+    the scope revision they were computed under. Subclasses fix `schema_version`."""
+
+    schema_version: str
     route: str
     run_id: str | None = None
     knowledge_scope_revision: str
+
+
+class SearchResponse(RouteAnswer):
+    schema_version: Literal["bailing.agent-knowledge-search.v1"] = SEARCH_SCHEMA
     status: SearchStatus
     trust: Literal["reference_only"] = "reference_only"
     hints: list[Hint]
@@ -104,11 +114,8 @@ class ReadRequest(RequestModel):
     max_bytes: int = Field(default=limits.READ_DEFAULT_BYTES, ge=limits.READ_MIN_BYTES, le=limits.READ_MAX_BYTES)
 
 
-class ReadResponse(ResponseModel):
+class ReadResponse(RouteAnswer):
     schema_version: Literal["bailing.agent-knowledge-read.v1"] = READ_SCHEMA
-    route: str
-    run_id: str | None = None
-    knowledge_scope_revision: str
     ref: str
     revision: str
     title: str

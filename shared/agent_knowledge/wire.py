@@ -58,25 +58,37 @@ def char_costs(text: str) -> list[int]:
     return [char_cost(char) for char in text]
 
 
+def _all_single_byte(text: str) -> bool:
+    """Every character costs exactly 1 byte: printable ASCII, no quote, no backslash."""
+    return text.isascii() and text.isprintable() and '"' not in text and "\\" not in text
+
+
 def text_cost(text: str) -> int:
-    """Bytes of `text` inside a JSON string, quotes excluded."""
-    if text.isascii() and text.isprintable() and '"' not in text and "\\" not in text:
+    """Bytes of `text` inside a JSON string, quotes excluded: `dumps` itself measures it (a lone
+    surrogate, which the UTF-8 codec refuses, counts its 3 bytes as `char_cost` does)."""
+    if _all_single_byte(text):
         return len(text)
-    return sum(char_costs(text))
+    return len(_encoder.encode(text).encode("utf-8", "surrogatepass")) - 2
 
 
 def prefix_costs(text: str) -> list[int]:
     """prefix[i] = cost of text[:i]; len(prefix) == len(text) + 1."""
+    if _all_single_byte(text):
+        return list(range(len(text) + 1))
     return [0, *accumulate(char_costs(text))]
 
 
 def longest_prefix_within(text: str, budget: int) -> int:
-    """Length (in characters) of the longest prefix of `text` costing at most `budget` bytes."""
-    costs = prefix_costs(text)
-    low, high = 0, len(text)
+    """Length (in characters) of the longest prefix of `text` costing at most `budget` bytes.
+
+    A binary search measuring prefixes with `text_cost`; no prefix longer than `budget` characters
+    can fit, since every character costs at least one byte."""
+    if budget <= 0:
+        return 0
+    low, high = 0, min(len(text), budget)
     while low < high:
         middle = (low + high + 1) // 2
-        if costs[middle] <= budget:
+        if text_cost(text[:middle]) <= budget:
             low = middle
         else:
             high = middle - 1

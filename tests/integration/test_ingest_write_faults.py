@@ -8,7 +8,7 @@ import logging
 import pytest
 
 from agent_knowledge.errors import KnowledgeUnavailable
-from agent_knowledge.ingest import index_rebuild
+from agent_knowledge.ingest import index_writer
 from agent_knowledge.ingest.documents import Ingestor
 from agent_knowledge.repositories.documents import document_id
 from agent_knowledge_dev.admin import create_knowledge_base
@@ -82,12 +82,12 @@ def test_unchanged_content_with_its_body_is_still_skipped(stack, ingestor):
 
 
 def test_a_failed_index_upload_is_repaired_by_the_retry(stack, ingestor, monkeypatch):
-    original = index_rebuild.publish
-    monkeypatch.setattr(index_rebuild, "publish", _broken("index storage is temporarily unavailable"))
+    original = index_writer.publish
+    monkeypatch.setattr(index_writer, "publish", _broken("index storage is temporarily unavailable"))
     with pytest.raises(KnowledgeUnavailable):
         ingestor.put("kb", "doc.md", "Doc", "Capybara habits.")
     assert search_titles(stack, ["kb"], "capybara") == []
-    monkeypatch.setattr(index_rebuild, "publish", original)
+    monkeypatch.setattr(index_writer, "publish", original)
     retry = Ingestor(stack.repositories, clock=stack.clock).put("kb", "doc.md", "Doc", "Capybara habits.")
     assert retry.outcome == "skipped"  # the content was stored the first time
     assert retry.document.index_pending_since is None

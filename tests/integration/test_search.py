@@ -341,7 +341,7 @@ def test_server_preparation_may_search_under_a_preparing_run(library):
 
 
 def test_search_creates_no_runs_or_other_writes(call, library):
-    before = library.repositories.runs._dynamodb.scan(TableName=library.environment["RUNS_TABLE"])["Count"]
+    before = library.repositories.runs._table.dynamodb.scan(TableName=library.environment["RUNS_TABLE"])["Count"]
     call("search", load_event("search-english-query"))
-    after = library.repositories.runs._dynamodb.scan(TableName=library.environment["RUNS_TABLE"])["Count"]
+    after = library.repositories.runs._table.dynamodb.scan(TableName=library.environment["RUNS_TABLE"])["Count"]
     assert before == after == 0

@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from agent_knowledge.errors import KnowledgeUnavailable
+from agent_knowledge.ingest import index_writer
 from agent_knowledge.ingest.content import IngestError
 from agent_knowledge.ingest.index_chunks import (
     ChunkSource,
@@ -22,15 +23,6 @@ from agent_knowledge.ingest.index_chunks import (
     chunk_loader,
     left_out,
     load_all,
-)
-from agent_knowledge.ingest.index_writer import (
-    MAX_PUBLISH_ATTEMPTS,
-    apply_changes,
-    describe,
-    keep_local_copy,
-    manifests,
-    publish,
-    writer_owner,
 )
 from agent_knowledge.records import DocumentRecord, KnowledgeBaseRecord
 from agent_knowledge.repositories import Repositories
@@ -50,8 +42,10 @@ def _previous(repositories: Repositories, kb: KnowledgeBaseRecord, files: LocalF
     """The newest kept generation that loads (its chunks spare reading bodies), if any."""
     for key in kb.index_manifests:
         try:
-            manifest = manifests.get(repositories.bodies, kb.kb_id, key)
-            index, directory, _ = open_generation(files, repositories.bodies, manifest, writer_owner(kb.kb_id))
+            manifest = index_writer.manifests.get(repositories.bodies, kb.kb_id, key)
+            index, directory, _ = open_generation(
+                files, repositories.bodies, manifest, index_writer.writer_owner(kb.kb_id)
+            )
             return index, directory
         except (IndexUnavailable, KnowledgeUnavailable) as exc:
             logger.info("previous index not reused", extra={"kb_id": kb.kb_id, "error": type(exc).__name__})
@@ -83,11 +77,11 @@ def rebuild_kb_index(
 
         write_index(directory, chunks())
         uploaded: set[str] = set()
-        for _ in range(MAX_PUBLISH_ATTEMPTS):
-            manifest = describe(directory, kb_id, kb.generation + 1, len(indexed), None, kind="rebuild")
-            published = publish(repositories, kb, manifest, directory, None, uploaded)
+        for _ in range(index_writer.MAX_PUBLISH_ATTEMPTS):
+            manifest = index_writer.describe(directory, kb_id, kb.generation + 1, len(indexed), None, kind="rebuild")
+            published = index_writer.publish(repositories, kb, manifest, directory, None, uploaded)
             if published is not None:
-                keep_local_copy(files, directory, published)
+                index_writer.keep_local_copy(files, directory, published)
                 return published.generation
             # Another writer published meanwhile: catch up with the records as they are now.
             current = repositories.knowledge_bases.get(kb_id)
@@ -102,7 +96,9 @@ def rebuild_kb_index(
             if changed:
                 for doc_id in changed:
                     indexed.pop(doc_id, None)
-                indexed.update(apply_changes(directory, changed, [records[d] for d in changed if d in records], load))
+                indexed.update(
+                    index_writer.apply_changes(directory, changed, [records[d] for d in changed if d in records], load)
+                )
         raise KnowledgeUnavailable("the knowledge base index is being updated too often; try again")
     finally:
         files.discard(directory)

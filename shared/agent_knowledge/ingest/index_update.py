@@ -17,19 +17,10 @@ from __future__ import annotations
 from collections.abc import Collection
 
 from agent_knowledge.errors import KnowledgeUnavailable
+from agent_knowledge.ingest import index_writer
 from agent_knowledge.ingest.content import IngestError
 from agent_knowledge.ingest.index_chunks import RecentChunks, chunk_loader, verified
 from agent_knowledge.ingest.index_rebuild import rebuild_kb_index
-from agent_knowledge.ingest.index_writer import (
-    MAX_PUBLISH_ATTEMPTS,
-    Published,
-    apply_changes,
-    describe,
-    keep_local_copy,
-    manifests,
-    publish,
-    writer_owner,
-)
 from agent_knowledge.records import DocumentRecord, KnowledgeBaseRecord
 from agent_knowledge.repositories import Repositories
 from agent_knowledge.retrieval.kb_index import KbIndex
@@ -51,7 +42,7 @@ def update_kb_index(
     that does (the current one if nothing had to change). `known` holds chunk texts the caller
     just stored (their bodies are then not read back)."""
     wanted = sorted(set(document_ids))
-    for _ in range(MAX_PUBLISH_ATTEMPTS):
+    for _ in range(index_writer.MAX_PUBLISH_ATTEMPTS):
         kb = repositories.knowledge_bases.get(kb_id)
         if kb is None:
             raise IngestError(f"knowledge base {kb_id!r} does not exist")
@@ -70,7 +61,7 @@ def _base(repositories: Repositories, kb: KnowledgeBaseRecord) -> IndexManifest 
     if kb.generation <= 0 or not kb.index_manifests:
         return None
     try:
-        return manifests.get(repositories.bodies, kb.kb_id, kb.index_manifests[0])
+        return index_writer.manifests.get(repositories.bodies, kb.kb_id, kb.index_manifests[0])
     except IndexUnavailable as exc:
         logger.warning("index rebuilt: current generation unreadable", extra={"kb_id": kb.kb_id, "error": str(exc)})
         return None
@@ -87,7 +78,7 @@ def _apply(
     """Published generation, the base's generation if nothing changed, None if another writer
     published first, or _REBUILD."""
     try:
-        directory, _ = files.materialize(repositories.bodies, base, writer_owner(kb.kb_id))
+        directory, _ = files.materialize(repositories.bodies, base, index_writer.writer_owner(kb.kb_id))
     except IndexUnavailable as exc:
         logger.warning("index rebuilt: current generation unreadable", extra={"kb_id": kb.kb_id, "error": str(exc)})
         return _REBUILD
@@ -121,13 +112,15 @@ def _apply(
         if not changed:
             return base.generation
         del current  # the writer below must be the only one holding the segments
-        added = apply_changes(directory, changed, ready, chunk_loader(repositories.bodies, [known]))
+        added = index_writer.apply_changes(directory, changed, ready, chunk_loader(repositories.bodies, [known]))
         documents = base.documents - len(present & set(changed)) + len(added)
-        manifest = describe(directory, kb.kb_id, kb.generation + 1, documents, base, kind="update")
-        published: Published | None = publish(repositories, kb, manifest, directory, base, set())
+        manifest = index_writer.describe(directory, kb.kb_id, kb.generation + 1, documents, base, kind="update")
+        published: index_writer.Published | None = index_writer.publish(
+            repositories, kb, manifest, directory, base, set()
+        )
         if published is None:
             return None
-        keep_local_copy(files, directory, published)
+        index_writer.keep_local_copy(files, directory, published)
         return published.generation
     finally:
         files.discard(directory)

@@ -4,26 +4,18 @@ from typing import TYPE_CHECKING
 
 from agent_knowledge import lazy_exports
 
-_EXPORTS = {
-    "describe_capabilities": "capabilities",
-    "SearchOutcome": "search",
-    "search_knowledge": "search",
-    "read_knowledge": "read",
-    "fit_hints": "hints",
-    "hint_drafts": "hints",
-    "iso_utc": "hints",
-    "issue_reference": "hints",
-    "search_status": "hints",
-    "BodyWindow": "body_window",
-    "read_body_window": "body_window",
-    "PagePlan": "read_budget",
-    "plan_page": "read_budget",
-    "window_end": "read_budget",
-    "HintDraft": "search_budget",
-    "fit_search_response": "search_budget",
-}
-__all__ = list(_EXPORTS)
-__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
+__all__, __getattr__, __dir__ = lazy_exports(
+    __name__,
+    {
+        "capabilities": "describe_capabilities",
+        "search": "SearchOutcome search_knowledge",
+        "read": "read_knowledge",
+        "hints": "fit_hints hint_drafts iso_utc issue_reference search_status",
+        "body_window": "BodyWindow read_body_window",
+        "read_budget": "PagePlan plan_page window_end",
+        "search_budget": "HintDraft fit_search_response",
+    },
+)
 
 if TYPE_CHECKING:
     from agent_knowledge.knowledge.body_window import BodyWindow as BodyWindow

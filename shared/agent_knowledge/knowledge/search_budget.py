@@ -64,10 +64,15 @@ def excerpt(text: str, terms: tuple[str, ...], budget: int) -> str:
     """The longest substring of `text` costing ≤ `budget` bytes, centred on the first matched term."""
     if budget <= 0:
         return ""
-    costs = prefix_costs(text)
-    if costs[-1] <= budget:
+    if text_cost(text) <= budget:
         return text
     start, end = _anchor(text, terms)
+    # Every character costs at least one byte, so the excerpt cannot reach further than `budget`
+    # characters from the term: only that stretch of a long chunk is costed character by character.
+    offset = max(0, start - budget)
+    text = text[offset : end + budget]
+    start, end = start - offset, end - offset
+    costs = prefix_costs(text)
     if costs[end] - costs[start] > budget:  # even the term does not fit: keep what fits of it
         end = start
     # Grow alternately to the right and to the left while the next character fits.

@@ -11,7 +11,7 @@ from typing import Any
 
 from botocore.exceptions import ClientError
 
-from agent_knowledge.repositories.errors import is_conditional_failure, storage_errors
+from agent_knowledge.repositories.errors import is_cancelled_transaction, is_conditional_failure, storage_errors
 
 # A small (de)serializer for the JSON-like values we store, instead of boto3.dynamodb.types:
 # importing that pulls in all of boto3 and s3transfer, ~100 ms of cold start.
@@ -92,3 +92,88 @@ def conditional_write(what: str, operation: Callable[..., Any], **request: Any) 
             return False
         raise
     return True
+
+
+class Table:
+    """One DynamoDB table as the repositories use it: consistent reads, conditional writes whose
+    failed condition is an answer (False), and every other failure `KnowledgeUnavailable(store)`."""
+
+    def __init__(self, dynamodb: Any, name: str, store: str) -> None:
+        self.dynamodb = dynamodb
+        self.name = name
+        self.store = store
+
+    def get(self, item_key: dict[str, Any]) -> dict[str, Any] | None:
+        """The item under `item_key` as plain values, read consistently; None if there is none."""
+        with storage_errors(self.store):
+            response = self.dynamodb.get_item(TableName=self.name, Key=item_key, ConsistentRead=True)
+        item = response.get("Item")
+        return from_item(item) if item else None
+
+    def query_page(self, **request: Any) -> list[dict[str, Any]]:
+        """The items (as stored) of one page of a query on this table or one of its indexes."""
+        with storage_errors(self.store):
+            return list(self.dynamodb.query(TableName=self.name, **request).get("Items", []))
+
+    def put(self, values: dict[str, Any]) -> None:
+        """Write an item, replacing any with its key."""
+        with storage_errors(self.store):
+            self.dynamodb.put_item(TableName=self.name, Item=to_item(values))
+
+    def new_item(self, values: dict[str, Any], key_attribute: str) -> dict[str, Any]:
+        """The request that inserts an item unless one with its key exists (`put_new`, or a
+        `Put` of `write_together`)."""
+        return {
+            "TableName": self.name,
+            "Item": to_item(values),
+            "ConditionExpression": f"attribute_not_exists({key_attribute})",
+        }
+
+    def conditional_update(
+        self,
+        item_key: dict[str, Any],
+        expression: str,
+        condition: str,
+        values: dict[str, Any],
+        names: dict[str, str] | None = None,
+    ) -> dict[str, Any]:
+        """The request that applies `expression` to an item if `condition` holds (`update`, or an
+        `Update` of `write_together`)."""
+        request: dict[str, Any] = {
+            "TableName": self.name,
+            "Key": item_key,
+            "UpdateExpression": expression,
+            "ConditionExpression": condition,
+            "ExpressionAttributeValues": to_item(values),
+        }
+        if names:
+            request["ExpressionAttributeNames"] = names
+        return request
+
+    def write(self, kind: str, request: dict[str, Any]) -> bool:
+        """One conditional write (`"Put"` or `"Update"`); False if its condition did not hold."""
+        operation = self.dynamodb.put_item if kind == "Put" else self.dynamodb.update_item
+        return conditional_write(self.store, operation, **request)
+
+    def put_new(self, values: dict[str, Any], key_attribute: str) -> bool:
+        """Insert an item; False if one with its key exists already."""
+        return self.write("Put", self.new_item(values, key_attribute))
+
+    def update(self, *arguments: Any, **options: Any) -> bool:
+        """Apply an update expression to an item if a condition holds (the arguments of
+        `conditional_update`); False if it does not."""
+        return self.write("Update", self.conditional_update(*arguments, **options))
+
+    def write_together(self, writes: list[tuple[str, dict[str, Any]]]) -> bool:
+        """Conditional writes (`("Put", new_item(...))`, `("Update", conditional_update(...))`) made
+        all or none, in one round trip (TransactWriteItems). False when the transaction is
+        cancelled, having written nothing: a condition did not hold, or another request was
+        writing one of the items at that moment. Callers then go step by step to learn which."""
+        try:
+            with storage_errors(self.store, passthrough=is_cancelled_transaction):
+                self.dynamodb.transact_write_items(TransactItems=[{kind: request} for kind, request in writes])
+        except ClientError as exc:
+            if is_cancelled_transaction(exc):
+                return False
+            raise
+        return True

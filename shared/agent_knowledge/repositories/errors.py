@@ -29,6 +29,12 @@ def is_conditional_failure(exc: ClientError) -> bool:
     return error_code(exc) == "ConditionalCheckFailedException"
 
 
+def is_cancelled_transaction(exc: ClientError) -> bool:
+    """A DynamoDB transaction that wrote nothing: one of its conditions did not hold, or another
+    request was writing one of its items at the same moment."""
+    return error_code(exc) == "TransactionCanceledException"
+
+
 def is_replaced_object(exc: ClientError) -> bool:
     """An S3 read conditional on an ETag (`IfMatch`) found another object under the key."""
     return error_code(exc) in {"PreconditionFailed", "412"} or http_status(exc) == 412

@@ -7,8 +7,7 @@ from typing import Any
 
 from agent_knowledge.records import SessionRecord
 from agent_knowledge.repositories.batch import Lookup
-from agent_knowledge.repositories.dynamo import conditional_write, from_item, key, to_item
-from agent_knowledge.repositories.errors import storage_errors
+from agent_knowledge.repositories.dynamo import Table, key
 
 SESSION_ID_INDEX = "by_session_id"
 # Items linger this long after expiry before DynamoDB TTL removes them (audit window).
@@ -21,58 +20,39 @@ def hash_token(access_token: str) -> str:
 
 class SessionRepository:
     def __init__(self, dynamodb: Any, table: str) -> None:
-        self._dynamodb = dynamodb
-        self._table = table
+        self._table = Table(dynamodb, table, "session storage")
 
     def lookup_by_token(self, access_token: str) -> Lookup[SessionRecord]:
         """The session of a bearer token, for `batch_get`."""
         return Lookup(
-            self._table, key(token_hash=hash_token(access_token)), SessionRecord.model_validate, "session storage"
+            self._table.name, key(token_hash=hash_token(access_token)), SessionRecord.model_validate, self._table.store
         )
 
     def get_by_token(self, access_token: str) -> SessionRecord | None:
-        with storage_errors("session storage"):
-            response = self._dynamodb.get_item(
-                TableName=self._table, Key=key(token_hash=hash_token(access_token)), ConsistentRead=True
-            )
-        item = response.get("Item")
-        return SessionRecord.model_validate(from_item(item)) if item else None
+        return self._get(hash_token(access_token))
+
+    def _get(self, token_hash: str) -> SessionRecord | None:
+        item = self._table.get(key(token_hash=token_hash))
+        return SessionRecord.model_validate(item) if item else None
 
     def get_by_id(self, session_id: str) -> SessionRecord | None:
-        with storage_errors("session storage"):
-            response = self._dynamodb.query(
-                TableName=self._table,
-                IndexName=SESSION_ID_INDEX,
-                KeyConditionExpression="session_id = :id",
-                ExpressionAttributeValues={":id": {"S": session_id}},
-            )
-        items = response.get("Items", [])
+        items = self._table.query_page(
+            IndexName=SESSION_ID_INDEX,
+            KeyConditionExpression="session_id = :id",
+            ExpressionAttributeValues={":id": {"S": session_id}},
+        )
         if not items:
             return None
         # The index is eventually consistent; re-read the base item for the current flags.
-        token_hash = items[0]["token_hash"]["S"]
-        with storage_errors("session storage"):
-            item = self._dynamodb.get_item(
-                TableName=self._table, Key=key(token_hash=token_hash), ConsistentRead=True
-            ).get("Item")
-        return SessionRecord.model_validate(from_item(item)) if item else None
+        return self._get(items[0]["token_hash"]["S"])
 
     def put(self, record: SessionRecord) -> None:
         values = record.model_dump(mode="json")
         values["ttl"] = record.expires_at + TTL_GRACE_SECONDS
-        with storage_errors("session storage"):
-            self._dynamodb.put_item(TableName=self._table, Item=to_item(values))
+        self._table.put(values)
 
     def _update(self, token_hash: str, expression: str, values: dict[str, Any]) -> bool:
-        return conditional_write(
-            "session storage",
-            self._dynamodb.update_item,
-            TableName=self._table,
-            Key=key(token_hash=token_hash),
-            UpdateExpression=expression,
-            ConditionExpression="attribute_exists(token_hash)",
-            ExpressionAttributeValues=to_item(values),
-        )
+        return self._table.update(key(token_hash=token_hash), expression, "attribute_exists(token_hash)", values)
 
     def revoke(self, session_id: str) -> bool:
         session = self.get_by_id(session_id)

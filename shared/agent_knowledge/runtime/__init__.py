@@ -1,27 +1,24 @@
-"""What every Lambda function shares at run time: the HTTP adapter, container wiring, observability, the clock."""
+"""What every Lambda function shares at run time: the HTTP adapter, container wiring, observability, the clock.
+
+Lazy on purpose: the local runtime imports `container` before it sets a function's environment,
+and `observability` must not create the Powertools Logger and Metrics (which read that
+environment) before then.
+"""
 
 from typing import TYPE_CHECKING
 
 from agent_knowledge import lazy_exports
 
-_EXPORTS = {
-    "Clock": "clock",
-    "system_clock": "clock",
-    "Dependencies": "container",
-    "default_dependencies": "container",
-    "reset_container_caches": "container",
-    "create_app": "http",
-    "header": "http",
-    "json_response": "http",
-    "parse_body": "http",
-    "resolve": "http",
-    "status_of": "http",
-    "logger": "observability",
-    "metrics": "observability",
-    "traced": "observability",
-}
-__all__ = list(_EXPORTS)
-__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
+__all__, __getattr__, __dir__ = lazy_exports(
+    __name__,
+    {
+        "clock": "Clock system_clock",
+        "container": "Dependencies default_dependencies reset_container_caches",
+        "entry_point": "ApiRequest api_entry_point current_request",
+        "http": "create_app header json_response parse_body resolve status_of",
+        "observability": "logger metrics traced",
+    },
+)
 
 if TYPE_CHECKING:
     from agent_knowledge.runtime.clock import Clock as Clock
@@ -29,6 +26,9 @@ if TYPE_CHECKING:
     from agent_knowledge.runtime.container import Dependencies as Dependencies
     from agent_knowledge.runtime.container import default_dependencies as default_dependencies
     from agent_knowledge.runtime.container import reset_container_caches as reset_container_caches
+    from agent_knowledge.runtime.entry_point import ApiRequest as ApiRequest
+    from agent_knowledge.runtime.entry_point import api_entry_point as api_entry_point
+    from agent_knowledge.runtime.entry_point import current_request as current_request
     from agent_knowledge.runtime.http import create_app as create_app
     from agent_knowledge.runtime.http import header as header
     from agent_knowledge.runtime.http import json_response as json_response

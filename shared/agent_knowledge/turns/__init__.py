@@ -4,19 +4,15 @@ from typing import TYPE_CHECKING
 
 from agent_knowledge import lazy_exports
 
-_EXPORTS = {
-    "TurnOutcome": "start",
-    "start_turn": "start",
-    "prepare_context": "context",
-    "complete_run": "completion",
-    "run_of_caller": "completion",
-    "CompleteRunRequest": "models",
-    "CompleteRunResponse": "models",
-    "TurnRequest": "models",
-    "TurnResponse": "models",
-}
-__all__ = list(_EXPORTS)
-__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
+__all__, __getattr__, __dir__ = lazy_exports(
+    __name__,
+    {
+        "start": "TurnOutcome start_turn",
+        "context": "prepare_context",
+        "completion": "complete_run run_of_caller",
+        "models": "CompleteRunRequest CompleteRunResponse TurnRequest TurnResponse",
+    },
+)
 
 if TYPE_CHECKING:
     from agent_knowledge.turns.completion import complete_run as complete_run

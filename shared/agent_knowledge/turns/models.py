@@ -10,7 +10,7 @@ from typing import Annotated, Any, ClassVar, Final, Literal
 from pydantic import Field, StringConstraints, field_validator
 
 from agent_knowledge import wire
-from agent_knowledge.models import PROTOCOL, Hint, RequestModel, ResponseModel, SearchStatus
+from agent_knowledge.models import PROTOCOL, Hint, NonBlankStr, RequestModel, ResponseModel, SearchStatus
 from agent_knowledge.strict_json import check_tree
 
 TURN_CONTEXT_SCHEMA: Final = "bailing.agent-turn-context.v1"
@@ -50,19 +50,12 @@ class TurnRequest(RequestModel):
     client_conversation_id: Identifier
     client_turn_id: Identifier
     user_message_id: Identifier
-    user_input: str = Field(min_length=1, max_length=USER_INPUT_MAX_CHARS)
+    user_input: NonBlankStr = Field(min_length=1, max_length=USER_INPUT_MAX_CHARS)
     # Opaque host context (what page the user is on): hashed into the request, never interpreted.
     page_context: dict[str, Any] | None = None
     renderers: list[RendererName] | None = Field(default=None, max_length=200)
     knowledge_delivery: KnowledgeDelivery | None = None
     task_binding: TaskBinding | None = None
-
-    @field_validator("user_input")
-    @classmethod
-    def _input_not_blank(cls, value: str) -> str:
-        if not value.strip():
-            raise ValueError("must not be empty")
-        return value
 
     @field_validator("page_context")
     @classmethod

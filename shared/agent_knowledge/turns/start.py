@@ -11,6 +11,9 @@ Idempotency rests on DynamoDB conditional writes in the runs table (see docs/tur
    the same → it returns the stored bytes, waiting a bounded time while the winner prepares.
    If the winner stopped (its lease ran out) the waiter takes the preparation over, with the
    same run id.
+
+A new turn makes 1–3 in one transaction and the two final writes of 3 in another; a cancelled
+transaction writes nothing, and the request then takes the steps above one by one.
 """
 
 from __future__ import annotations
@@ -108,10 +111,6 @@ def start_turn(
     expires_at = int(now) + run_ttl_seconds
 
     messages = message_key(caller, request.user_message_id)
-    owner, claimed_message = repositories.turns.claim_message(messages, key, expires_at)
-    if owner != key:
-        raise TurnConflict("this user_message_id was already used by another turn")
-
     claim = TurnClaim(
         key=key,
         request_hash=fingerprint,
@@ -121,6 +120,16 @@ def start_turn(
         lease_until=int(now) + LEASE_SECONDS,
         expires_at=expires_at,
     )
+    # A new turn (the common case): message, turn and run claimed in one round trip.
+    run = _new_run(deps, caller, claim, task_id)
+    if repositories.turns.claim_fresh(messages, claim, run):
+        return _prepare(deps, caller, request, claim, task_id, scope, created=run)
+
+    # Something exists already: the same claims one by one say what (nothing was written).
+    owner, claimed_message = repositories.turns.claim_message(messages, key, expires_at)
+    if owner != key:
+        raise TurnConflict("this user_message_id was already used by another turn")
+
     existing = repositories.turns.claim_turn(claim)
     if existing is None:
         return _prepare(deps, caller, request, claim, task_id, scope)
@@ -159,16 +168,8 @@ def _replay(
     raise RunNotReady("the turn is still being prepared; retry shortly")
 
 
-def _prepare(
-    deps: Dependencies,
-    caller: Caller,
-    request: TurnRequest,
-    claim: TurnClaim,
-    task_id: str | None,
-    scope: Scope | None = None,
-) -> TurnOutcome:
-    repositories = deps.repositories
-    run = RunRecord(
+def _new_run(deps: Dependencies, caller: Caller, claim: TurnClaim, task_id: str | None) -> RunRecord:
+    return RunRecord(
         run_id=claim.run_id,
         session_id=caller.session_id,
         client_app_id=caller.client_app_id,
@@ -178,15 +179,35 @@ def _prepare(
         created_at=int(deps.clock()),
         expires_at=claim.expires_at,
     )
+
+
+def _prepare(
+    deps: Dependencies,
+    caller: Caller,
+    request: TurnRequest,
+    claim: TurnClaim,
+    task_id: str | None,
+    scope: Scope | None = None,
+    created: RunRecord | None = None,
+) -> TurnOutcome:
+    """Prepare and freeze the turn's context. `created`: the run, when `claim_fresh` just created
+    it; otherwise it is created here, or found when this request takes a preparation over."""
+    repositories = deps.repositories
     try:
-        if not repositories.runs.create(run):  # taken over: the run exists already
-            existing = repositories.runs.get(run.run_id)
-            if existing is None or existing.state not in {"preparing", "context_ready"}:
-                raise RunNotReady()
-            run = existing
+        if created is not None:
+            run = created
+        else:
+            run = _new_run(deps, caller, claim, task_id)
+            if not repositories.runs.create(run):  # taken over: the run exists already
+                existing = repositories.runs.get(run.run_id)
+                if existing is None or existing.state not in {"preparing", "context_ready"}:
+                    raise RunNotReady()
+                run = existing
         context = prepare_context(deps, caller, run, request.user_input, request.knowledge_delivery, scope=scope)
         body = wire.dumps(context)
-        if not repositories.runs.transition(run.run_id, "preparing", "context_ready"):
+        # Usually both at once; if that is refused (nothing written), one by one to learn why.
+        frozen = repositories.turns.freeze_with_run(claim.key, run.run_id, claim.lease_until, body)
+        if not frozen and not repositories.runs.transition(run.run_id, "preparing", "context_ready"):
             current = repositories.runs.get(run.run_id)
             if current is None or current.state != "context_ready":
                 raise RunNotReady()
@@ -196,7 +217,7 @@ def _prepare(
         with contextlib.suppress(KnowledgeUnavailable):
             repositories.turns.renew_lease(claim.key, claim.lease_until, 0)
         raise
-    if not repositories.turns.freeze(claim.key, run.run_id, claim.lease_until, body):
+    if not frozen and not repositories.turns.freeze(claim.key, run.run_id, claim.lease_until, body):
         # Our lease ran out and another request took over: its context is the one that counts.
         stored = repositories.turns.get_turn(claim.key)
         if stored is not None and stored.state == "ready" and stored.context is not None:

@@ -1,0 +1,58 @@
+"""What each API function's `app.py` shares: its Lambda entry point and the request a route sees.
+
+A function's module is then only its route: parse the body, call the domain, answer
+(docs/DESIGN.md §7).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from aws_lambda_powertools.logging import correlation_paths
+
+from agent_knowledge.identity.caller import Workspace, open_workspace
+from agent_knowledge.runtime.container import Dependencies, create_clients_at_init, default_dependencies
+from agent_knowledge.runtime.http import header, resolve
+from agent_knowledge.runtime.observability import Handler, logger, metrics, traced
+from agent_knowledge.runtime.resolver import APIGatewayHttpResolver
+
+
+@dataclass(frozen=True)
+class ApiRequest:
+    deps: Dependencies
+    event: dict[str, Any]
+
+    @property
+    def authorization(self) -> str | None:
+        return header(self.event, "authorization")
+
+    def open_workspace(self, route: str, *, run_id: str | None = None, task_id: str | None = None) -> Workspace:
+        """The caller revalidated and the route's scope read, now (`identity.caller.open_workspace`)."""
+        deps = self.deps
+        return open_workspace(
+            deps.repositories, self.authorization, route, deps.clock(), run_id=run_id, task_id=task_id
+        )
+
+
+def current_request(app: APIGatewayHttpResolver) -> ApiRequest:
+    """Inside a route: the container's dependencies and the raw API Gateway event."""
+    return ApiRequest(app.context["deps"], app.current_event.raw_event)
+
+
+def api_entry_point(app: APIGatewayHttpResolver, request_metric: str, clients: tuple[str, ...]) -> Handler:
+    """`lambda_handler(event, context, deps=None)` for `app`: Lambda context and correlation id in
+    the logs, tracing when enabled, one `request_metric` count per request, metrics flushed.
+    Tests and the local runtime pass `deps`; Lambda never does.
+
+    Called at import, it creates the AWS `clients` the function will use (`create_clients_at_init`)."""
+    create_clients_at_init(*clients)
+
+    @logger.inject_lambda_context(correlation_id_path=correlation_paths.API_GATEWAY_HTTP)
+    @traced
+    @metrics.log_metrics
+    def lambda_handler(event: dict[str, Any], context: Any, deps: Dependencies | None = None) -> dict[str, Any]:
+        metrics.add_metric(name=request_metric, unit="Count", value=1)
+        return resolve(app, event, context, deps=deps or default_dependencies())
+
+    return lambda_handler

@@ -1,0 +1,90 @@
+"""The fast cost paths of `wire` and `search_budget.excerpt` give exactly what costing every
+character one by one gives (the definitions they replace, kept here as oracles)."""
+
+from __future__ import annotations
+
+import json
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from agent_knowledge import wire
+from agent_knowledge.knowledge.search_budget import _anchor, excerpt
+
+# Quotes, backslashes, control characters, 2-, 3- and 4-byte characters, lone surrogates.
+TEXT = st.text(
+    alphabet=st.one_of(
+        st.sampled_from('ab "\\\n\t\x00\x1f\x7fé中😀'),
+        st.characters(codec=None, min_codepoint=0, max_codepoint=0x10FFFF),
+    ),
+    max_size=300,
+)
+
+
+def _costs(text: str) -> list[int]:
+    return [wire.char_cost(char) for char in text]
+
+
+def _reference_prefix(text: str, budget: int) -> int:
+    total, length = 0, 0
+    for cost in _costs(text):
+        if total + cost > budget:
+            break
+        total, length = total + cost, length + 1
+    return length
+
+
+def _reference_excerpt(text: str, terms: tuple[str, ...], budget: int) -> str:
+    if budget <= 0:
+        return ""
+    costs = [0]
+    for cost in _costs(text):
+        costs.append(costs[-1] + cost)
+    if costs[-1] <= budget:
+        return text
+    start, end = _anchor(text, terms)
+    if costs[end] - costs[start] > budget:
+        end = start
+    grow_right, blocked_left, blocked_right = True, False, False
+    while not (blocked_left and blocked_right):
+        if grow_right and not blocked_right:
+            if end < len(text) and costs[end + 1] - costs[start] <= budget:
+                end += 1
+            else:
+                blocked_right = True
+        elif not grow_right and not blocked_left:
+            if start > 0 and costs[end] - costs[start - 1] <= budget:
+                start -= 1
+            else:
+                blocked_left = True
+        grow_right = not grow_right
+    return text[start:end]
+
+
+@settings(max_examples=300, deadline=None)
+@given(TEXT)
+def test_text_cost_is_the_sum_of_character_costs_and_what_dumps_sends(text):
+    assert wire.text_cost(text) == sum(_costs(text))
+    assert wire.prefix_costs(text)[-1] == sum(_costs(text))
+    if not any(0xD800 <= ord(char) <= 0xDFFF for char in text):
+        assert (
+            wire.text_cost(text) == wire.string_size(text) - 2 == len(json.dumps(text, ensure_ascii=False).encode()) - 2
+        )
+
+
+@settings(max_examples=300, deadline=None)
+@given(TEXT, st.integers(min_value=-2, max_value=400))
+def test_longest_prefix_within_matches_character_by_character(text, budget):
+    assert wire.longest_prefix_within(text, budget) == _reference_prefix(text, budget)
+
+
+@settings(max_examples=300, deadline=None)
+@given(TEXT, st.lists(st.sampled_from(["a", "中", "b a", "😀", "zz", ""]), max_size=3), st.integers(0, 120))
+def test_excerpt_of_a_window_equals_the_excerpt_of_the_whole_text(text, terms, budget):
+    assert excerpt(text, tuple(terms), budget) == _reference_excerpt(text, tuple(terms), budget)
+
+
+def test_long_text_far_from_the_term_is_not_costed():
+    # 100,000 characters of a costly kind before the term: the excerpt is still the one around it.
+    text = "中" * 100_000 + " okapi " + "x" * 100_000
+    assert excerpt(text, ("okapi",), 40).count("okapi") == 1
