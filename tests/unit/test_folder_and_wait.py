@@ -10,22 +10,22 @@ import pytest
 from agent_knowledge.ingest.status import DocumentListing
 from agent_knowledge_dev import waiting
 from agent_knowledge_dev.bulk import UnreadableSource, discover, read_source
+from tests.support.folders import write_folder
 
 
 def test_discover_skips_and_reports_links_to_files_and_folders_outside(tmp_path: Path) -> None:
     """Issue 17 finding 1 (the old walk returned `passwd.md`, the link to a file outside)."""
-    outside = tmp_path / "outside"
-    outside.mkdir()
-    (outside / "secret.md").write_text("secret", encoding="utf-8")
+    outside = write_folder(tmp_path / "outside", {"secret.md": "secret"})
     root = tmp_path / "root"
-    (root / "sub").mkdir(parents=True)
-    (root / "sub" / "a.md").write_text("# A", encoding="utf-8")
-    (root / "b.txt").write_text("B", encoding="utf-8")
-    (root / ".hidden.md").write_text("hidden", encoding="utf-8")
-    (root / "image.png").write_bytes(b"\x89PNG")
-    (root / "passwd.md").symlink_to(outside / "secret.md")
-    (root / "inside-link.md").symlink_to(root / "b.txt")  # even a link inside the folder: never followed
-    (root / "elsewhere").symlink_to(outside, target_is_directory=True)
+    write_folder(
+        root,
+        {"sub/a.md": "# A", "b.txt": "B", ".hidden.md": "hidden", "image.png": b"\x89PNG"},
+        links={
+            "passwd.md": outside / "secret.md",
+            "inside-link.md": root / "b.txt",  # even a link inside the folder: never followed
+            "elsewhere": outside,
+        },
+    )
     folder = discover(root)
     assert [(f.source_key, f.media_type) for f in folder.files] == [
         ("b.txt", "text/plain"),
