@@ -145,16 +145,31 @@ def test_the_dashboard_body_is_json_once_substituted(template):
 
 
 def test_reserved_concurrency_is_a_parameter_per_function_class_and_unset_by_default(template):
-    parameter = template["Parameters"]["QueryReservedConcurrency"]
-    assert parameter["Default"] == -1 and parameter["MinValue"] == -1
-    assert template["Conditions"]["HasQueryReservedConcurrency"] == {
-        "Fn::Not": [{"Fn::Equals": [{"Ref": "QueryReservedConcurrency"}, "-1"]}]
+    classes = {
+        "QueryReservedConcurrency": {
+            "CapabilitiesFunction",
+            "SearchFunction",
+            "ReadFunction",
+            "TurnsFunction",
+            "CompleteRunFunction",
+        },
+        "IngestReservedConcurrency": {"IngestFunction"},
+        "IndexReservedConcurrency": {"IndexerFunction"},
     }
-    for name, function in _functions(template).items():
-        setting = function["Properties"]["ReservedConcurrentExecutions"]
-        condition, value, otherwise = setting["Fn::If"]
-        assert otherwise == {"Ref": "AWS::NoValue"}, name
-        assert value == {"Ref": condition.removeprefix("Has")}, name
+    for parameter_name in classes:
+        parameter = template["Parameters"][parameter_name]
+        assert parameter["Default"] == -1 and parameter["MinValue"] == -1
+        assert template["Conditions"][f"Has{parameter_name}"] == {
+            "Fn::Not": [{"Fn::Equals": [{"Ref": parameter_name}, "-1"]}]
+        }
+    functions = _functions(template)
+    assert set(functions) == set().union(*classes.values())
+    for parameter_name, names in classes.items():
+        for name in names:
+            setting = functions[name]["Properties"]["ReservedConcurrentExecutions"]
+            assert setting == {"Fn::If": [f"Has{parameter_name}", {"Ref": parameter_name}, {"Ref": "AWS::NoValue"}]}, (
+                name
+            )
 
 
 def test_functions_and_layer_are_arm64(template):
