@@ -14,8 +14,7 @@ from typing import Any
 
 from bench import handlers
 from bench.corpus import SyntheticDocument, documents, known_item_queries
-from bench.environment import local_stack
-from bench.warm import _quiet
+from bench.environment import local_stack, quiet
 from bench.workspace import ingest, seed_demo_workspace
 
 SEARCH_MAX_BYTES = 4096
@@ -54,7 +53,7 @@ def measure(language: str, document_count: int, query_count: int, chains: int) -
     docs = _corpus(language, document_count, seed=41 if language == "en" else 43)
     queries = known_item_queries([doc.body for doc in docs], query_count, seed=44)
     figure: dict[str, Any] = {"documents": document_count, "queries": len(queries)}
-    with local_stack() as repositories, _quiet():
+    with local_stack() as repositories, quiet():
         seed_demo_workspace(repositories)
         ingest(repositories, "handbook", docs)
         search_fill, refs = [], {}

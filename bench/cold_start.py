@@ -35,9 +35,8 @@ from agent_knowledge_dev.testing import free_port
 from bench import handlers, stack_dump
 from bench.child import run_child
 from bench.corpus import documents, known_item_queries
-from bench.environment import BASE_ENVIRONMENT, local_stack
+from bench.environment import BASE_ENVIRONMENT, local_stack, quiet
 from bench.stats import ratio
-from bench.warm import _quiet
 from bench.workspace import ingest, seed_demo_workspace
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -98,7 +97,7 @@ def _request_event(handler: str, query: str) -> tuple[dict[str, Any], str | None
     if handler == "search":
         return handlers.event("search", {"query": query}), None
     if handler == "read":
-        with _quiet():
+        with quiet():
             status, body = handlers.invoke("search", handlers.event("search", {"query": query}))
         assert status == 200, body
         return handlers.event("read", {"ref": json.loads(body)["hints"][0]["ref"]}), None
@@ -210,7 +209,7 @@ def run(profile: str = "full") -> dict[str, Any]:
     docs = list(documents("en", settings["documents"], 4000, seed=3))
     query = known_item_queries([doc.body for doc in docs], 1, seed=5)[0]
     result: dict[str, Any] = {"handlers": names, "runs": runs, "query": query, "target_ratio": TARGET_RATIO}
-    with tempfile.TemporaryDirectory(prefix="ak-bench-cold-") as scratch, local_stack() as repositories, _quiet():
+    with tempfile.TemporaryDirectory(prefix="ak-bench-cold-") as scratch, local_stack() as repositories, quiet():
         from agent_knowledge.repositories import aws
         from agent_knowledge_dev.template import environment_variables
 

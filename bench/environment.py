@@ -7,6 +7,7 @@ is their Powertools names, warnings-only logs and a fixed server token.
 from __future__ import annotations
 
 import contextlib
+import os
 from collections.abc import Iterator
 from typing import Any
 
@@ -32,3 +33,10 @@ def local_stack() -> Iterator[Any]:
     Expects the dummy environment of `configure()` (or the test suite's) in place."""
     with in_process_stack(server_token=SERVER_TOKEN) as stack:
         yield stack.repositories
+
+
+@contextlib.contextmanager
+def quiet() -> Iterator[None]:
+    """Powertools writes metrics (EMF) and logs to stdout on every request; keep them off the terminal."""
+    with open(os.devnull, "w") as sink, contextlib.redirect_stdout(sink):
+        yield

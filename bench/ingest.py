@@ -31,8 +31,7 @@ from agent_knowledge.repositories.bodies import body_key
 from agent_knowledge.repositories.documents import document_id
 from agent_knowledge_dev.testing.fakes import MemoryBodies, MemoryDocuments, MemoryKnowledgeBases, MemoryRepositories
 from bench.corpus import documents
-from bench.environment import local_stack
-from bench.warm import _quiet
+from bench.environment import local_stack, quiet
 from bench.workspace import ingest, seed_demo_workspace
 
 DOCUMENT_CHARS = 3500  # about 5 chunks per document
@@ -63,7 +62,7 @@ def rebuild_in_memory(count: int, repeats: int) -> dict[str, Any]:
 
     repositories = in_memory_repositories("bench", count)
     times = []
-    with _quiet():
+    with quiet():
         for _ in range(repeats):
             started = time.perf_counter()
             rebuild_kb_index(repositories, "bench")
@@ -86,7 +85,7 @@ def _generations(times: list[float]) -> dict[str, Any]:
 def rebuild_against_moto(count: int, repeats: int) -> dict[str, Any]:
     from agent_knowledge.ingest.documents import Ingestor
 
-    with local_stack() as repositories, _quiet():
+    with local_stack() as repositories, quiet():
         seed_demo_workspace(repositories)
         timing = ingest(repositories, "handbook", documents("en", count, DOCUMENT_CHARS, seed=62))
         ingestor = Ingestor(repositories)

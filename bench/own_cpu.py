@@ -21,11 +21,9 @@ from collections.abc import Iterator
 from typing import Any
 
 from bench import handlers
-from bench.corpus import documents, known_item_queries
-from bench.environment import local_stack
 from bench.stats import summary_ms
-from bench.warm import _quiet, _requests
-from bench.workspace import ingest, seed_demo_workspace
+from bench.warm import _requests
+from bench.workspace import handbook_stack
 
 HANDLERS = ("search", "read")
 TARGET_CPU_MS = {"search": 2.5, "read": 1.5}
@@ -147,24 +145,16 @@ def _measure(name: str, events: list[dict[str, Any]], rounds: int, canned: Canne
     }
 
 
-PROFILES = {
-    "full": {"documents": 1000, "rounds": 50, "queries": 10},
-    "quick": {"documents": 100, "rounds": 10, "queries": 5},
-    "smoke": {"documents": 8, "rounds": 2, "queries": 2},
-}
+PROFILES = {"full": {"rounds": 50}, "quick": {"rounds": 10}, "smoke": {"rounds": 2}}  # KB size: HANDBOOK_PROFILES
 
 
 def run(profile: str = "full") -> dict[str, Any]:
-    settings = PROFILES[profile]
-    docs = list(documents("en", settings["documents"], 3000, seed=21))
-    queries = known_item_queries([doc.body for doc in docs], settings["queries"], seed=22)
-    result: dict[str, Any] = {"documents": settings["documents"], "rounds": settings["rounds"]}
-    with local_stack() as repositories, _quiet():
-        seed_demo_workspace(repositories)
-        ingest(repositories, "handbook", docs)
+    rounds = PROFILES[profile]["rounds"]
+    with handbook_stack(profile) as handbook:
+        result: dict[str, Any] = {"documents": handbook.documents, "rounds": rounds}
         canned = CannedAws()
         for name in HANDLERS:
-            result[name] = _measure(name, _requests(name, queries), settings["rounds"], canned)
+            result[name] = _measure(name, _requests(name, handbook.queries), rounds, canned)
         result["unanswered_calls"] = canned.unanswered
     result["met"] = canned.unanswered == 0 and all(result[name]["met"] for name in HANDLERS)
     return result

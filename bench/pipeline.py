@@ -31,9 +31,8 @@ from collections.abc import Iterator
 from typing import Any
 
 from bench.corpus import documents
-from bench.environment import local_stack
+from bench.environment import local_stack, quiet
 from bench.stats import percentile
-from bench.warm import _quiet
 
 KB = "pipeline"
 DOCUMENT_CHARS = 3500
@@ -106,7 +105,7 @@ def pipeline_stack(preload: list[Any] | None = None) -> Iterator[tuple[Any, Any,
 
     moto_speedups.install()
     install()
-    with local_stack() as repositories, _quiet():
+    with local_stack() as repositories, quiet():
         create_knowledge_base(repositories, KB)
         if preload:
             from agent_knowledge.ingest.documents import Ingestor

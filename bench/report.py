@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import subprocess
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -38,92 +39,109 @@ def _met(flag: bool | None) -> str:
     return "n/a" if flag is None else ("met" if flag else "**missed**")
 
 
+def table(caption: str, columns: Sequence[str], align: str, rows: Iterable[Sequence[object]]) -> list[str]:
+    """A figure's caption, a blank line and its Markdown table. `align` has one letter per column,
+    `l` (left) or `r` (right); every row has one cell per column."""
+    if len(align) != len(columns) or not set(align) <= {"l", "r"}:
+        raise ValueError(f"align {align!r} must have one letter, l or r, for each of the {len(columns)} columns")
+    lines = [caption, "", _cells(columns), "|" + "|".join("---:" if side == "r" else "---" for side in align) + "|"]
+    for row in rows:
+        if len(row) != len(columns):
+            raise ValueError(f"a row of {len(row)} cells in a table of {len(columns)} columns: {row}")
+        lines.append(_cells(row))
+    return lines
+
+
+def _cells(row: Sequence[object]) -> str:
+    return "| " + " | ".join(str(cell) for cell in row) + " |"
+
+
 def _cold(doc: dict[str, Any]) -> list[str]:
     figure = doc["result"]
-    lines = [
+    target = figure["target_ratio"]
+    return table(
         f"**1. Cold start** ({doc['commit']}; fresh processes against one moto server, median of "
         f"{figure['runs']} each; import + first request; floor = botocore + the same clients and calls; "
         f"load average {figure.get('load_average_before', '?')} → {figure.get('load_average_after', '?')})",
-        "",
-        "| handler | AWS calls | ours CPU p50 (ms) | floor CPU p50 (ms) | CPU ratio | ours wall p50 (ms) "
-        "| floor wall p50 (ms) | wall ratio | target (CPU) |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|---|",
-    ]
-    for name, point in figure["moto_server"].items():
-        lines.append(
-            f"| {name} | {len(point['aws_calls'])} | {point['ours_cpu_p50_ms']} | {point['floor_cpu_p50_ms']} | "
-            f"{point['cpu_ratio']} | {point['ours_p50_ms']} | {point['floor_p50_ms']} | {point['ratio']} | "
-            f"≤ {figure['target_ratio']}: {_met(point['cpu_ratio'] <= figure['target_ratio'])} |"
-        )
-    return lines
+        ["handler", "AWS calls", "ours CPU p50 (ms)", "floor CPU p50 (ms)", "CPU ratio", "ours wall p50 (ms)"]
+        + ["floor wall p50 (ms)", "wall ratio", "target (CPU)"],
+        "lrrrrrrrl",
+        [
+            [name, len(point["aws_calls"]), point["ours_cpu_p50_ms"], point["floor_cpu_p50_ms"], point["cpu_ratio"]]
+            + [point["ours_p50_ms"], point["floor_p50_ms"], point["ratio"]]
+            + [f"≤ {target}: {_met(point['cpu_ratio'] <= target)}"]
+            for name, point in figure["moto_server"].items()
+        ],
+    )
 
 
 def _own_cpu(doc: dict[str, Any]) -> list[str]:
     figure = doc["result"]
-    lines = [
-        f"**1b. Warm own CPU** ({doc['commit']}; {figure['documents']}-document KB; canned AWS responses "
-        "answered before sending, so moto is not counted; time.process_time per request, ms)",
-        "",
-        "| handler | AWS calls | CPU p50 / p95 | wall p50 | target |",
-        "|---|---:|---:|---:|---|",
-    ]
+    rows = []
     for name in ("search", "read"):
         point = figure[name]
-        lines.append(
-            f"| {name} | {point['aws_calls_per_request']} | {point['cpu']['p50_ms']} / {point['cpu']['p95_ms']} | "
-            f"{point['wall']['p50_ms']} | ≤ {point['target_cpu_ms']} ms: {_met(point['met'])} |"
-        )
-    return lines
+        cpu = f"{point['cpu']['p50_ms']} / {point['cpu']['p95_ms']}"
+        target = f"≤ {point['target_cpu_ms']} ms: {_met(point['met'])}"
+        rows.append([name, point["aws_calls_per_request"], cpu, point["wall"]["p50_ms"], target])
+    return table(
+        f"**1b. Warm own CPU** ({doc['commit']}; {figure['documents']}-document KB; canned AWS responses "
+        "answered before sending, so moto is not counted; time.process_time per request, ms)",
+        ["handler", "AWS calls", "CPU p50 / p95", "wall p50", "target"],
+        "lrrrl",
+        rows,
+    )
 
 
 def _warm(doc: dict[str, Any]) -> list[str]:
     figure = doc["result"]
-    lines = [
-        f"**2. Warm latency** ({doc['commit']}; {figure['documents']}-document KB, {figure['chunks']} chunks; "
-        "in-process against moto; floor = the same AWS calls with plain boto3; ms)",
-        "",
-        "| handler | AWS calls | ours p50 / p95 | floor p50 / p95 | ratio p50 | added p50 | added CPU p50 | target |",
-        "|---|---:|---:|---:|---:|---:|---:|---|",
-    ]
+    limit = figure["target_extra_ms"]
+    rows = []
     for name in ("capabilities", "search", "read"):
         point = figure[name]
-        limit = figure["target_extra_ms"]
+        extra_cpu = point.get("extra_cpu_p50_ms", float("nan"))
         target = (
             f"≤ {limit} ms: wall {_met(point['extra_p50_ms'] <= limit)}, "
             f"CPU {_met(point.get('extra_cpu_p50_ms', float('inf')) <= limit)}"
             if name != "capabilities"
             else "–"
         )
-        ours, floor = point["ours"], point["floor"]
-        lines.append(
-            f"| {name} | {point['aws_calls_per_request']} | {ours['p50_ms']:.2f} / {ours['p95_ms']:.2f}"
-            f" | {floor['p50_ms']:.2f} / {floor['p95_ms']:.2f} | {point['ratio_p50']} | "
-            f"{point['extra_p50_ms']:.2f} | {point.get('extra_cpu_p50_ms', float('nan')):.2f} | {target} |"
+        rows.append(
+            [name, point["aws_calls_per_request"], _p50_p95(point["ours"], ".2f"), _p50_p95(point["floor"], ".2f")]
+            + [point["ratio_p50"], f"{point['extra_p50_ms']:.2f}", f"{extra_cpu:.2f}", target]
         )
-    return lines
+    return table(
+        f"**2. Warm latency** ({doc['commit']}; {figure['documents']}-document KB, {figure['chunks']} chunks; "
+        "in-process against moto; floor = the same AWS calls with plain boto3; ms)",
+        ["handler", "AWS calls", "ours p50 / p95", "floor p50 / p95", "ratio p50", "added p50", "added CPU p50"]
+        + ["target"],
+        "lrrrrrrl",
+        rows,
+    )
+
+
+def _p50_p95(summary: dict[str, float], spec: str) -> str:
+    return f"{summary['p50_ms']:{spec}} / {summary['p95_ms']:{spec}}"
 
 
 def _scaling(doc: dict[str, Any]) -> list[str]:
     figure = doc["result"]
-    lines = [
-        f"**3. Scaling** ({doc['commit']}; query path without AWS calls; wall and thread-CPU ms)",
-        "",
-        "| corpus | chunks | ours p50 / p95 | tantivy p50 / p95 | bm25s p50 / p95 | ours ÷ tantivy p50 | "
-        "CPU p50 ours / tantivy / bm25s | CPU ratio | load ours / tantivy / bm25s |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|---:|",
-    ]
+    engines = ("ours", "tantivy", "bm25s")
+    rows = []
     for point in figure["synthetic"] + figure.get("real", []):
-        label = point.get("corpus", "synthetic en")
-        cells = [
-            f"{point[name]['query']['p50_ms']:.3f} / {point[name]['query']['p95_ms']:.3f}"
-            for name in ("ours", "tantivy", "bm25s")
-        ]
-        loads = " / ".join(f"{point[name]['load_p50_ms']:.1f}" for name in ("ours", "tantivy", "bm25s"))
-        cpu = " / ".join(f"{point[name]['query_cpu']['p50_ms']:.3f}" for name in ("ours", "tantivy", "bm25s"))
-        lines.append(
-            f"| {label} | {point['chunks']} | {' | '.join(cells)} | {point['ratio_to_tantivy_p50']} | {cpu} | "
-            f"{point['cpu_ratio_to_tantivy_p50']} | {loads} |"
+        loads = " / ".join(f"{point[name]['load_p50_ms']:.1f}" for name in engines)
+        cpu = " / ".join(f"{point[name]['query_cpu']['p50_ms']:.3f}" for name in engines)
+        rows.append(
+            [point.get("corpus", "synthetic en"), point["chunks"]]
+            + [_p50_p95(point[name]["query"], ".3f") for name in engines]
+            + [point["ratio_to_tantivy_p50"], cpu, point["cpu_ratio_to_tantivy_p50"], loads]
         )
+    lines = table(
+        f"**3. Scaling** ({doc['commit']}; query path without AWS calls; wall and thread-CPU ms)",
+        ["corpus", "chunks", "ours p50 / p95", "tantivy p50 / p95", "bm25s p50 / p95", "ours ÷ tantivy p50"]
+        + ["CPU p50 ours / tantivy / bm25s", "CPU ratio", "load ours / tantivy / bm25s"],
+        "lrrrrrrrr",
+        rows,
+    )
     growth = figure["growth_p50"]
     lines += [
         "",
@@ -139,19 +157,18 @@ def _scaling(doc: dict[str, Any]) -> list[str]:
 
 def _memory(doc: dict[str, Any]) -> list[str]:
     figure = doc["result"]
-    lines = [
+    handler_only = figure["handler_only"]
+    lines = table(
         f"**4. Memory** ({doc['commit']}; fresh process: search handler imported, index loaded, 200 queries; MiB)",
-        "",
-        "| chunks | index MB | /tmp MB | RSS after import | after load | peak (VmHWM) |",
-        "|---:|---:|---:|---:|---:|---:|",
-        f"| handler only | – | – | {figure['handler_only']['imported_rss_mib']} | – | "
-        f"{figure['handler_only']['peak_rss_mib']} |",
-    ]
-    for point in figure["points"]:
-        lines.append(
-            f"| {point['chunks']} | {point['index_bytes'] / 1e6:.1f} | {point['tmp_bytes'] / 1e6:.1f} | "
-            f"{point['imported_rss_mib']} | {point['loaded_rss_mib']} | {point['peak_rss_mib']} |"
-        )
+        ["chunks", "index MB", "/tmp MB", "RSS after import", "after load", "peak (VmHWM)"],
+        "rrrrrr",
+        [["handler only", "–", "–", handler_only["imported_rss_mib"], "–", handler_only["peak_rss_mib"]]]
+        + [
+            [point["chunks"], f"{point['index_bytes'] / 1e6:.1f}", f"{point['tmp_bytes'] / 1e6:.1f}"]
+            + [point["imported_rss_mib"], point["loaded_rss_mib"], point["peak_rss_mib"]]
+            for point in figure["points"]
+        ],
+    )
     lines += [
         "",
         f"Peak × 1.3 (runtime headroom) = {figure['needed_mb']} MB; the template's {figure['current_memory_mb']} MB "
@@ -162,13 +179,7 @@ def _memory(doc: dict[str, Any]) -> list[str]:
 
 def _budget(doc: dict[str, Any]) -> list[str]:
     figure = doc["result"]
-    lines = [
-        f"**5. Budget fill** ({doc['commit']}; mean / min of bytes ÷ budget; "
-        "read pages exclude each chain's last page)",
-        "",
-        "| corpus | search (÷ 4096) | read 4096 | read 16384 | read 32768 | target (read min) |",
-        "|---|---:|---:|---:|---:|---|",
-    ]
+    rows = []
     for language, label in (("en", "ASCII"), ("zh", "Chinese")):
         point = figure[language]
         reads = []
@@ -176,11 +187,15 @@ def _budget(doc: dict[str, Any]) -> list[str]:
             fill = point[f"read_{size}"]["all_but_last"]
             reads.append(f"{fill['mean']:.4f} / {fill['min']:.4f} (n={fill['n']})" if fill else "–")
         search = point["search"]
-        lines.append(
-            f"| {label} | {search['mean']:.4f} / {search['min']:.4f} | {' | '.join(reads)} | "
-            f"≥ {point['target']}: {_met(point['met'])} |"
-        )
-    return lines
+        target = f"≥ {point['target']}: {_met(point['met'])}"
+        rows.append([label, f"{search['mean']:.4f} / {search['min']:.4f}", *reads, target])
+    return table(
+        f"**5. Budget fill** ({doc['commit']}; mean / min of bytes ÷ budget; "
+        "read pages exclude each chain's last page)",
+        ["corpus", "search (÷ 4096)", "read 4096", "read 16384", "read 32768", "target (read min)"],
+        "lrrrrl",
+        rows,
+    )
 
 
 def _ingest(doc: dict[str, Any]) -> list[str]:
@@ -215,21 +230,22 @@ def _ingest(doc: dict[str, Any]) -> list[str]:
 def _pipeline(doc: dict[str, Any]) -> list[str]:
     figure = doc["result"]
     targets = figure["targets"]
-    lines = [
-        f"**7. Ingestion pipeline** ({doc['commit']}; in-process moto with the local S3-event and event-source "
-        f"stand-ins; load average {figure['load_average']} before, {figure['load_average_after']} after)",
-        "",
-        "| KB size | PUT → searchable p50 / p95 | DELETE → gone p50 / p95 | CPU per PUT+DELETE p50 | target |",
-        "|---:|---:|---:|---:|---|",
-    ]
+    rows = []
     for point in (figure["small"], figure["big"]):
         put, gone = point["put_to_searchable"], point["delete_to_gone"]
         met = put["p50_seconds"] <= targets["p50_seconds"] and put["p95_seconds"] <= targets["p95_seconds"]
-        lines.append(
-            f"| {point['documents']} | {put['p50_seconds']} s / {put['p95_seconds']} s (n={put['n']}) | "
-            f"{gone['p50_seconds']} s / {gone['p95_seconds']} s | {point['cpu_seconds_per_put_and_delete_p50']} s | "
-            f"p50 ≤ {targets['p50_seconds']} s, p95 ≤ {targets['p95_seconds']} s: {_met(met)} |"
+        rows.append(
+            [point["documents"], f"{put['p50_seconds']} s / {put['p95_seconds']} s (n={put['n']})"]
+            + [f"{gone['p50_seconds']} s / {gone['p95_seconds']} s", f"{point['cpu_seconds_per_put_and_delete_p50']} s"]
+            + [f"p50 ≤ {targets['p50_seconds']} s, p95 ≤ {targets['p95_seconds']} s: {_met(met)}"]
         )
+    lines = table(
+        f"**7. Ingestion pipeline** ({doc['commit']}; in-process moto with the local S3-event and event-source "
+        f"stand-ins; load average {figure['load_average']} before, {figure['load_average_after']} after)",
+        ["KB size", "PUT → searchable p50 / p95", "DELETE → gone p50 / p95", "CPU per PUT+DELETE p50", "target"],
+        "rrrrl",
+        rows,
+    )
     bulk = figure["bulk"]
     cost = bulk["cost"]["usd_per_1000_documents"]
     lines += [

@@ -368,29 +368,31 @@ def run(profile: str = "full", sizes: tuple[int, ...] | None = None, partial: Pa
 
 def render(doc: dict[str, Any]) -> list[str]:
     """The figure's table for bench/results/SUMMARY.md."""
+    from bench.report import table
+
     result = doc["result"]
-    lines = [
-        f"### Segment layout (issue 14) — commit {doc['commit']}, load average {result['load_average_start']}",
-        "",
-        "| chunks | index MB | segments after the updates | update CPU p50 (max) s | uploaded p50 (max) KB "
-        "| sync wall p50 ms | sync downloaded p50 KB | cold load from S3 / from /tmp / tantivy wall ms "
-        "| RSS increase ours / tantivy MiB | query p50 ratio en short / en 2000 / zh short / zh 2000 |",
-        "|---:|---:|---:|---|---|---:|---:|---|---|---|",
-    ]
+    rows = []
     for point in result["points"]:
         load, update, sync, latency = point["cold_load"], point["update"], point["reader_sync"], point["query_latency"]
         ratios = " / ".join(
             str(latency[key]["ratio_p50"]) for key in ("en_short", "en_2000_chars", "zh_short", "zh_2000_chars")
         )
-        lines.append(
-            f"| {point['chunks']:,} | {point['index_bytes'] / 1e6:.1f} | {point['after_updates']['segments']} "
-            f"| {update['cpu_p50_seconds']} ({update['cpu_max_seconds']}) "
-            f"| {update['uploaded_p50_bytes'] / 1e3:.0f} ({update['uploaded_max_bytes'] / 1e3:.0f}) "
-            f"| {sync['wall_p50_ms']} | {sync['downloaded_p50_bytes'] / 1e3:.0f} "
-            f"| {load['ours_from_s3']['wall_ms']} / {load['ours_from_tmp']['wall_ms']} / {load['tantivy']['wall_ms']} "
-            f"| {load['ours_from_tmp']['rss_increase_mib']} / {load['tantivy']['rss_increase_mib']} | {ratios} |"
+        rows.append(
+            [f"{point['chunks']:,}", f"{point['index_bytes'] / 1e6:.1f}", point["after_updates"]["segments"]]
+            + [f"{update['cpu_p50_seconds']} ({update['cpu_max_seconds']})"]
+            + [f"{update['uploaded_p50_bytes'] / 1e3:.0f} ({update['uploaded_max_bytes'] / 1e3:.0f})"]
+            + [sync["wall_p50_ms"], f"{sync['downloaded_p50_bytes'] / 1e3:.0f}"]
+            + [f"{load['ours_from_s3']['wall_ms']} / {load['ours_from_tmp']['wall_ms']} / {load['tantivy']['wall_ms']}"]
+            + [f"{load['ours_from_tmp']['rss_increase_mib']} / {load['tantivy']['rss_increase_mib']}", ratios]
         )
-    return lines
+    return table(
+        f"### Segment layout (issue 14) — commit {doc['commit']}, load average {result['load_average_start']}",
+        ["chunks", "index MB", "segments after the updates", "update CPU p50 (max) s", "uploaded p50 (max) KB"]
+        + ["sync wall p50 ms", "sync downloaded p50 KB", "cold load from S3 / from /tmp / tantivy wall ms"]
+        + ["RSS increase ours / tantivy MiB", "query p50 ratio en short / en 2000 / zh short / zh 2000"],
+        "rrrllrrlll",
+        rows,
+    )
 
 
 def main() -> None:

@@ -14,7 +14,6 @@ from __future__ import annotations
 import contextlib
 import copy
 import json
-import os
 import statistics
 import time
 from collections import Counter
@@ -22,10 +21,8 @@ from collections.abc import Iterator
 from typing import Any
 
 from bench import handlers
-from bench.corpus import documents, known_item_queries
-from bench.environment import local_stack
 from bench.stats import ratio, summary_ms
-from bench.workspace import ingest, seed_demo_workspace
+from bench.workspace import handbook_stack
 
 HANDLERS = ("capabilities", "search", "read")
 TARGET_EXTRA_MS = 2.0
@@ -75,13 +72,6 @@ class Floor:
             body = response.get("Body")
             if body is not None:
                 body.read()
-
-
-@contextlib.contextmanager
-def _quiet() -> Iterator[None]:
-    # Powertools writes metrics (EMF) and logs to stdout on every request; keep them off the terminal.
-    with open(os.devnull, "w") as sink, contextlib.redirect_stdout(sink):
-        yield
 
 
 def _requests(name: str, queries: list[str]) -> list[dict[str, Any]]:
@@ -137,26 +127,18 @@ def _measure(name: str, events: list[dict[str, Any]], rounds: int, recorder: Cal
     }
 
 
-PROFILES = {
-    "full": {"documents": 1000, "rounds": 30, "queries": 10},
-    "quick": {"documents": 100, "rounds": 5, "queries": 5},
-    "smoke": {"documents": 8, "rounds": 1, "queries": 2},
-}
+PROFILES = {"full": {"rounds": 30}, "quick": {"rounds": 5}, "smoke": {"rounds": 1}}  # KB size: HANDBOOK_PROFILES
 
 
 def run(profile: str = "full") -> dict[str, Any]:
-    settings = PROFILES[profile]
-    document_count, rounds = settings["documents"], settings["rounds"]
-    docs = list(documents("en", document_count, 3000, seed=21))
-    queries = known_item_queries([doc.body for doc in docs], settings["queries"], seed=22)
-    result: dict[str, Any] = {"documents": document_count, "rounds": rounds, "target_extra_ms": TARGET_EXTRA_MS}
-    with local_stack() as repositories, _quiet():
-        seed_demo_workspace(repositories)
-        timing = ingest(repositories, "handbook", docs)
+    rounds = PROFILES[profile]["rounds"]
+    with handbook_stack(profile) as handbook:
+        repositories, timing = handbook.repositories, handbook.timing
+        result: dict[str, Any] = {"documents": handbook.documents, "rounds": rounds, "target_extra_ms": TARGET_EXTRA_MS}
         result["chunks"] = sum(record.chunk_count for record in repositories.documents.list("handbook"))
         result["seed_seconds"] = round(timing.ingest_seconds + timing.rebuild_seconds, 1)
         recorder, floor = CallRecorder(), Floor()
         for name in HANDLERS:
-            result[name] = _measure(name, _requests(name, queries), rounds, recorder, floor)
+            result[name] = _measure(name, _requests(name, handbook.queries), rounds, recorder, floor)
     result["met"] = all(result[name]["extra_p50_ms"] <= TARGET_EXTRA_MS for name in ("search", "read"))
     return result

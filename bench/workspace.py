@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import contextlib
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from typing import Any
 
-from bench.corpus import SyntheticDocument
+from bench.corpus import SyntheticDocument, documents, known_item_queries
+from bench.environment import local_stack, quiet
 
 INGEST_WORKERS = 4
 
@@ -43,3 +46,32 @@ def ingest(repositories, kb_id: str, documents: Iterable[SyntheticDocument]) -> 
     ingested = time.perf_counter()
     ingestor.rebuild_index(kb_id)
     return IngestTiming(count, ingested - started, time.perf_counter() - ingested)
+
+
+# The warm figures' KB per profile: how many synthetic documents, how many known-item queries.
+HANDBOOK_PROFILES = {
+    "full": {"documents": 1000, "queries": 10},
+    "quick": {"documents": 100, "queries": 5},
+    "smoke": {"documents": 8, "queries": 2},
+}
+
+
+@dataclass(frozen=True)
+class Handbook:
+    repositories: Any  # the layer's `Repositories`, wired to the local stack
+    documents: int
+    queries: list[str]
+    timing: IngestTiming
+
+
+@contextlib.contextmanager
+def handbook_stack(profile: str) -> Iterator[Handbook]:
+    """The warm figures' KB: a local stack with the demo workspace, synthetic English documents in
+    `handbook` and known-item queries over them, sized by `HANDBOOK_PROFILES`. The seeds are fixed,
+    so every figure that uses it (warm latency, warm own CPU) measures the same documents and queries."""
+    settings = HANDBOOK_PROFILES[profile]
+    docs = list(documents("en", settings["documents"], 3000, seed=21))
+    queries = known_item_queries([doc.body for doc in docs], settings["queries"], seed=22)
+    with local_stack() as repositories, quiet():
+        seed_demo_workspace(repositories)
+        yield Handbook(repositories, len(docs), queries, ingest(repositories, "handbook", docs))

@@ -32,7 +32,10 @@ class KnowledgeHostError(Exception):
 
     def describe(self) -> str:
         """One line for a model or a log: the code, what happened, what to do."""
-        return f"{self.code}: {self.message}. What to do: {self.guidance}"
+        return f"{self._label()}: {self.message}. What to do: {self.guidance}"
+
+    def _label(self) -> str:
+        return self.code
 
 
 class TransportError(KnowledgeHostError):
@@ -80,8 +83,8 @@ class ServerError(KnowledgeHostError):
         # An unknown code is kept as sent, so a log shows what the server said.
         self.reported_code = code or self.code
 
-    def describe(self) -> str:
-        return f"{self.reported_code} (HTTP {self.status}): {self.message}. What to do: {self.guidance}"
+    def _label(self) -> str:
+        return f"{self.reported_code} (HTTP {self.status})"
 
 
 class InvalidRequest(ServerError):

@@ -78,27 +78,31 @@ class Hint(WireModel):
         return epoch_of(self.expires_at)
 
 
-class SearchResult(WireModel):
+class WorkspaceAnswer(WireModel):
+    """What a search or read answer echoes: its schema, the caller's route and run, and the scope
+    revision the answer was computed under. Subclasses pin `schema_version` to their schema."""
+
+    schema_version: str
+    route: str
+    run_id: str | None = None
+    knowledge_scope_revision: str
+
+
+class SearchResult(WorkspaceAnswer):
     """Search answer. `status` is ok (including zero hits), disabled, unavailable or partial:
     unavailable/partial mean retrieval failed (wholly or partly), never 'no knowledge'."""
 
     schema_version: Literal["bailing.agent-knowledge-search.v1"]
-    route: str
-    run_id: str | None = None
-    knowledge_scope_revision: str
     status: Literal["ok", "disabled", "unavailable", "partial"]
     trust: Literal["reference_only"]
     hints: list[Hint]
     truncated: bool
 
 
-class ReadPage(WireModel):
+class ReadPage(WorkspaceAnswer):
     """One page of a document body. Reference material, not instructions."""
 
     schema_version: Literal["bailing.agent-knowledge-read.v1"]
-    route: str
-    run_id: str | None = None
-    knowledge_scope_revision: str
     ref: str
     revision: str
     title: str

@@ -2,7 +2,8 @@
 
 - `OneLineParser`: argparse reports usage errors as a usage block and exit status 2; ours raise
   `CliError` (one line naming the subcommand, and where to look for help).
-- `bounded_int`: an argparse `type` for whole numbers within bounds (`--ttl`, `--workers`).
+- `bounded_int`: an argparse `type` for whole numbers within bounds (`--ttl`, `--workers`);
+  `add_ttl_argument`: the `--ttl SECONDS` lifetime of what a command issues (sessions, tasks).
 - `json_option`: a JSON option validated against a pydantic model: strict JSON (no duplicate keys),
   an object, no unknown keys (with a "did you mean" for near misses: `tenant` → `tenants`), and no
   type coercion (`"yes"` is not a boolean). Records ignore unknown keys when they are *read* from
@@ -47,6 +48,17 @@ def bounded_int(low: int, high: int, meaning: str = "") -> Callable[[str], int]:
         return value
 
     return parse
+
+
+def add_ttl_argument(parser: argparse.ArgumentParser, maximum: int, default: int, maximum_meaning: str) -> None:
+    """`--ttl SECONDS`: a lifetime from 1 second to `maximum` (`maximum_meaning` says it in words: "7 days")."""
+    parser.add_argument(
+        "--ttl",
+        type=bounded_int(1, maximum, maximum_meaning),
+        default=default,
+        metavar="SECONDS",
+        help=f"lifetime, 1-{maximum} ({maximum_meaning}; default {default})",
+    )
 
 
 def json_option(option: str, text: str, model: type[ModelT], what: str, example: str) -> ModelT:

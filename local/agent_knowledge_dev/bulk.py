@@ -14,13 +14,14 @@ checks the opened file again, so a file swapped for a link after the walk is ref
 
 from __future__ import annotations
 
+import bisect
 import os
 import stat
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor, as_completed
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from agent_knowledge.errors import KnowledgeError
 from agent_knowledge.ingest.content import MAX_BODY_BYTES
@@ -110,15 +111,60 @@ def read_source(path: Path) -> bytes:
 
 
 @dataclass
-class IngestSummary:
+class FolderOutcomes:
+    """How the files of one folder fared, by outcome, with each failure's reason: what both ways of
+    loading a folder report (`ingest_directory` here, `doc put --dir`'s uploads)."""
+
     kb_id: str
     files: int = 0
     created: int = 0
     updated: int = 0
-    skipped: int = 0
+    skipped: int = 0  # unchanged
+    deleted: int = 0
     failed: int = 0
     failures: list[dict[str, str]] = field(default_factory=list)
+
+    def count(self, outcome: str) -> None:
+        """One more file `created`, `updated` or `skipped`."""
+        if outcome not in ("created", "updated", "skipped"):
+            raise ValueError(f"not an outcome of a stored file: {outcome!r}")
+        setattr(self, outcome, getattr(self, outcome) + 1)
+
+    def fail(self, source_key: str, error: str) -> None:
+        self.failed += 1
+        # Kept in source-key order: files finish in any order.
+        bisect.insort(self.failures, {"source_key": source_key, "error": error}, key=lambda item: item["source_key"])
+
+    def counts(self) -> dict[str, Any]:
+        """The outcomes as the CLI prints them, from `kb_id` to `failures`."""
+        return {outcome.name: getattr(self, outcome.name) for outcome in fields(FolderOutcomes)}
+
+
+@dataclass
+class IngestSummary(FolderOutcomes):
     index_generation: int | None = None
+
+
+ResultT = TypeVar("ResultT")
+
+
+def each_file(
+    sources: list[SourceFile], work: Callable[[SourceFile], ResultT], workers: int
+) -> Iterator[tuple[SourceFile, ResultT | None, str | None]]:
+    """`work` on every file, `workers` at a time, in the order they finish: `(file, result, None)`,
+    or `(file, None, error)` for a file that could not be read or stored."""
+    with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
+        futures = {pool.submit(work, source): source for source in sources}
+        for future in as_completed(futures):
+            source = futures[future]
+            try:
+                result = future.result()
+            except KnowledgeError as exc:  # IngestError and storage failures carry a safe message
+                yield source, None, exc.message
+            except UnreadableSource as exc:
+                yield source, None, str(exc)
+            else:
+                yield source, result, None
 
 
 def ingest_directory(
@@ -141,21 +187,12 @@ def ingest_directory(
         )
         return str(result.outcome)
 
-    with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
-        futures = {pool.submit(put, source): source for source in sources}
-        for future in as_completed(futures):
-            source, error = futures[future], None
-            try:
-                outcome = future.result()
-            except KnowledgeError as exc:  # IngestError and storage failures carry a safe message
-                outcome, error = "failed", exc.message
-            except UnreadableSource as exc:
-                outcome, error = "failed", str(exc)
-            if error is not None:
-                summary.failures.append({"source_key": source.source_key, "error": error})
-            setattr(summary, outcome, getattr(summary, outcome) + 1)
-            if on_result:
-                on_result(source, outcome, error)
-    summary.failures.sort(key=lambda failure: failure["source_key"])
+    for source, outcome, error in each_file(sources, put, workers):
+        if error is not None:
+            summary.fail(source.source_key, error)
+        elif outcome is not None:
+            summary.count(outcome)
+        if on_result:
+            on_result(source, outcome or "failed", error)
     summary.index_generation = ingestor.rebuild_index(kb_id)
     return summary

@@ -10,6 +10,7 @@ import pytest
 from agent_knowledge_dev.demo import DEMO_TOKEN, FOREIGN_ROUTE
 from agent_knowledge_dev.testing import PROJECT_ROOT, ServedApi, cli_environment, start_server
 from tests.e2e.contract import assert_matches_spec
+from tests.support.folders import write_folder
 
 
 def _implemented(reply) -> None:  # type: ignore[no-untyped-def]
@@ -137,18 +138,18 @@ def test_serve_on_a_taken_port_says_so(local_api: ServedApi, tmp_path):
 
 
 def test_bulk_ingest_of_a_folder_with_one_broken_file(local_api: ServedApi, tmp_path):
-    folder = tmp_path / "docs"
-    (folder / "guides").mkdir(parents=True)
-    (folder / "guides" / "parking.md").write_text(
-        "# Parking and bicycles\n\nThe garage under the Lisbon office has twelve bicycle racks.\n", encoding="utf-8"
+    folder = write_folder(
+        tmp_path / "docs",
+        {
+            "guides/parking.md": "# Parking and bicycles\n\n"
+            "The garage under the Lisbon office has twelve bicycle racks.\n",
+            "guides/canteen.txt": "The canteen serves lunch from 11:30 to 14:00.\n",
+            "kitchen.html": "<html><head><title>Kitchen rules</title></head>"
+            "<body><p>Clean the espresso machine daily.</p></body></html>",
+            "broken.md": b"# Broken\n\n\xff\xfe not UTF-8 \xc3\x28\n",
+            "ignored.pdf": b"%PDF-1.4",
+        },
     )
-    (folder / "guides" / "canteen.txt").write_text("The canteen serves lunch from 11:30 to 14:00.\n", encoding="utf-8")
-    (folder / "kitchen.html").write_text(
-        "<html><head><title>Kitchen rules</title></head><body><p>Clean the espresso machine daily.</p></body></html>",
-        encoding="utf-8",
-    )
-    (folder / "broken.md").write_bytes(b"# Broken\n\n\xff\xfe not UTF-8 \xc3\x28\n")
-    (folder / "ignored.pdf").write_bytes(b"%PDF-1.4")
 
     assert local_api.cli("kb", "create", "office", "--name", "Office").returncode == 0
     first = local_api.cli("doc", "put", "office", "--dir", str(folder), "--wait", "--timeout", "120")

@@ -17,10 +17,12 @@ from datetime import UTC, datetime
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
+from tests.support.protocol import LIMITS
+
 ROUTE = "demo"
 PREFIX = f"/agent-api/v1/workspaces/{ROUTE}"
-CHAIN_MAX_BYTES = 131072
-REFERENCE_TTL_SECONDS = 300
+CHAIN_MAX_BYTES = LIMITS["read_chain_max_bytes"]
+REFERENCE_TTL_SECONDS = LIMITS["reference_ttl_seconds"]
 
 
 @dataclass(frozen=True)
@@ -54,14 +56,7 @@ def capabilities_body(**changes: Any) -> dict[str, Any]:
         "enabled": True,
         "knowledge_scope_revision": "scope-1",
         "delivery_modes": ["inline", "on_demand"],
-        "limits": {
-            "search_max_results": 3,
-            "search_max_bytes": 4096,
-            "read_default_bytes": 16384,
-            "read_max_bytes": 32768,
-            "reference_ttl_seconds": REFERENCE_TTL_SECONDS,
-            "read_chain_max_bytes": CHAIN_MAX_BYTES,
-        },
+        "limits": dict(LIMITS),
     }
     body.update(changes)
     return body

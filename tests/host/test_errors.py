@@ -7,22 +7,9 @@ import pytest
 from agent_knowledge_host import KnowledgeClient
 from agent_knowledge_host import errors as e
 from tests.host.fakes import PREFIX, ROUTE, FakeApi, error, running
+from tests.support import protocol
 
-PROTOCOL_ERRORS = [
-    (400, "invalid_request", e.InvalidRequest),
-    (401, "unauthorized", e.Unauthorized),
-    (404, "workspace_not_found", e.WorkspaceNotFound),
-    (404, "run_not_found", e.RunNotFound),
-    (409, "run_not_ready", e.RunNotReady),
-    (409, "task_not_active", e.TaskNotActive),
-    (409, "turn_conflict", e.TurnConflict),
-    (400, "knowledge_reference_invalid", e.ReferenceInvalid),
-    (410, "knowledge_reference_expired", e.ReferenceExpired),
-    (409, "knowledge_scope_changed", e.ScopeChanged),
-    (409, "knowledge_changed", e.KnowledgeChanged),
-    (503, "knowledge_unavailable", e.KnowledgeUnavailable),
-    (500, "internal_error", e.InternalError),
-]
+PROTOCOL_ERRORS = [(status, code, getattr(e, name)) for status, code, name in protocol.ERRORS]
 SEARCH_AGAIN_CODES = {
     "knowledge_reference_invalid",
     "knowledge_reference_expired",

@@ -8,6 +8,7 @@ from agent_knowledge.records import AgentClientSettings, AudiencePolicy, Knowled
 from agent_knowledge_dev import admin
 from agent_knowledge_dev.demo import DEMO_CLIENT, DEMO_KB, DEMO_ROUTE, DEMO_TOKEN, FOREIGN_ROUTE
 from agent_knowledge_dev.testing import load_event, with_changes
+from tests.support import protocol
 
 VALID = "capabilities-valid-bearer"
 NOT_FOUND_BODY = {"error": "workspace_not_found", "message": "workspace not found"}
@@ -28,14 +29,7 @@ def test_valid_session_gets_the_exact_schema(call):
         "route": DEMO_ROUTE,
         "enabled": True,
         "delivery_modes": ["inline", "on_demand"],
-        "limits": {
-            "search_max_results": 3,
-            "search_max_bytes": 4096,
-            "read_default_bytes": 16384,
-            "read_max_bytes": 32768,
-            "reference_ttl_seconds": 300,
-            "read_chain_max_bytes": 131072,
-        },
+        "limits": protocol.LIMITS,
     }
 
 

@@ -21,6 +21,7 @@ from agent_knowledge_dev.demo import DEMO_KB, DEMO_ROUTE
 from agent_knowledge_dev.localstate import STATE_DIR_ENV, ServeLock, ServerInfo
 from agent_knowledge_dev.template import function_routes
 from agent_knowledge_dev.testing import moto_server_stack, reset_caches
+from tests.support.folders import write_folder
 
 EVENTS = Path(__file__).resolve().parents[2] / "events"
 LOCAL_SOURCES_BUCKET = "agent-knowledge-sourcesbucket"
@@ -403,14 +404,12 @@ def _objects(kb_id: str) -> dict[str, bytes]:
 
 def test_a_folder_upload_never_follows_symbolic_links(run, tmp_path):
     """Issue 17 finding 1: a link to a file outside the folder was ingested and served to agents."""
-    outside = tmp_path / "outside"
-    outside.mkdir()
-    (outside / "passwd.md").write_text("# root\n\nroot:x:0:0:secret\n", encoding="utf-8")
-    folder = tmp_path / "docs"
-    (folder / "guides").mkdir(parents=True)
-    (folder / "guides" / "intro.md").write_text("# Intro\n\nWelcome.\n", encoding="utf-8")
-    (folder / "passwd.md").symlink_to(outside / "passwd.md")
-    (folder / "linked").symlink_to(outside, target_is_directory=True)
+    outside = write_folder(tmp_path / "outside", {"passwd.md": "# root\n\nroot:x:0:0:secret\n"})
+    folder = write_folder(
+        tmp_path / "docs",
+        {"guides/intro.md": "# Intro\n\nWelcome.\n"},
+        links={"passwd.md": outside / "passwd.md", "linked": outside},
+    )
     os.mkfifo(folder / "pipe.md")
     run("kb", "create", "links")
     result = run("doc", "put", "links", "--dir", str(folder))

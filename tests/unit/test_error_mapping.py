@@ -8,20 +8,12 @@ import pytest
 
 from agent_knowledge import errors
 from agent_knowledge.runtime.http import STATUS_BY_ERROR, error_response, status_of
+from tests.support import protocol
 
 EXPECTED = {
-    errors.InvalidRequest: (400, "invalid_request"),
-    errors.Unauthorized: (401, "unauthorized"),
-    errors.WorkspaceNotFound: (404, "workspace_not_found"),
-    errors.RunNotFound: (404, "run_not_found"),
-    errors.RunNotReady: (409, "run_not_ready"),
-    errors.TaskNotActive: (409, "task_not_active"),
-    errors.TurnConflict: (409, "turn_conflict"),
-    errors.ReferenceInvalid: (400, "knowledge_reference_invalid"),
-    errors.ReferenceExpired: (410, "knowledge_reference_expired"),
-    errors.ScopeChanged: (409, "knowledge_scope_changed"),
-    errors.KnowledgeChanged: (409, "knowledge_changed"),
-    errors.KnowledgeUnavailable: (503, "knowledge_unavailable"),
+    getattr(errors, name): (status, code)
+    for status, code, name in protocol.ERRORS
+    if code != protocol.CATCH_ALL_CODE  # answered by the catch-all, not by a domain error
 }
 
 

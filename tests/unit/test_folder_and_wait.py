@@ -7,25 +7,26 @@ from pathlib import Path
 
 import pytest
 
+from agent_knowledge.errors import InvalidRequest
 from agent_knowledge.ingest.status import DocumentListing
 from agent_knowledge_dev import waiting
-from agent_knowledge_dev.bulk import UnreadableSource, discover, read_source
+from agent_knowledge_dev.bulk import FolderOutcomes, SourceFile, UnreadableSource, discover, each_file, read_source
+from tests.support.folders import write_folder
 
 
 def test_discover_skips_and_reports_links_to_files_and_folders_outside(tmp_path: Path) -> None:
     """Issue 17 finding 1 (the old walk returned `passwd.md`, the link to a file outside)."""
-    outside = tmp_path / "outside"
-    outside.mkdir()
-    (outside / "secret.md").write_text("secret", encoding="utf-8")
+    outside = write_folder(tmp_path / "outside", {"secret.md": "secret"})
     root = tmp_path / "root"
-    (root / "sub").mkdir(parents=True)
-    (root / "sub" / "a.md").write_text("# A", encoding="utf-8")
-    (root / "b.txt").write_text("B", encoding="utf-8")
-    (root / ".hidden.md").write_text("hidden", encoding="utf-8")
-    (root / "image.png").write_bytes(b"\x89PNG")
-    (root / "passwd.md").symlink_to(outside / "secret.md")
-    (root / "inside-link.md").symlink_to(root / "b.txt")  # even a link inside the folder: never followed
-    (root / "elsewhere").symlink_to(outside, target_is_directory=True)
+    write_folder(
+        root,
+        {"sub/a.md": "# A", "b.txt": "B", ".hidden.md": "hidden", "image.png": b"\x89PNG"},
+        links={
+            "passwd.md": outside / "secret.md",
+            "inside-link.md": root / "b.txt",  # even a link inside the folder: never followed
+            "elsewhere": outside,
+        },
+    )
     folder = discover(root)
     assert [(f.source_key, f.media_type) for f in folder.files] == [
         ("b.txt", "text/plain"),
@@ -109,3 +110,41 @@ def test_wait_is_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
     result = _wait(monkeypatch, listings, puts={"a.md": "new", "b.md": "x"}, timeout=5.0)
     assert result.pending == ["a.md", "b.md"] and not result.ready
     assert 5 <= listings.calls <= 12  # backs off to one poll a second
+
+
+def test_folder_outcomes_count_each_file_and_keep_failures_in_source_key_order() -> None:
+    outcomes = FolderOutcomes("handbook", files=5)
+    for outcome in ("created", "updated", "created", "skipped"):
+        outcomes.count(outcome)
+    outcomes.fail("z.md", "too large")
+    outcomes.fail("a.md", "not UTF-8")
+    assert outcomes.counts() == {
+        "kb_id": "handbook",
+        "files": 5,
+        "created": 2,
+        "updated": 1,
+        "skipped": 1,
+        "deleted": 0,
+        "failed": 2,
+        "failures": [{"source_key": "a.md", "error": "not UTF-8"}, {"source_key": "z.md", "error": "too large"}],
+    }
+    with pytest.raises(ValueError, match="'failed'"):
+        outcomes.count("failed")  # a failure has a reason: fail()
+
+
+def test_each_file_reports_what_could_not_be_read_or_stored_and_goes_on(tmp_path: Path) -> None:
+    root = write_folder(tmp_path / "docs", {"good.md": "# Good", "refused.md": "# Refused"})
+    os.mkfifo(root / "pipe.md")  # a file replaced by a FIFO after the walk (the walk leaves FIFOs out)
+    sources = [*discover(root).files, SourceFile(root / "pipe.md", "pipe.md", "text/markdown")]
+
+    def store(source: SourceFile) -> int:
+        if source.source_key == "refused.md":
+            raise InvalidRequest("refused by the store")
+        return len(read_source(source.path))
+
+    finished = {source.source_key: (result, error) for source, result, error in each_file(sources, store, workers=2)}
+    assert finished == {
+        "good.md": (6, None),
+        "pipe.md": (None, "not a regular file"),
+        "refused.md": (None, "refused by the store"),
+    }

@@ -125,10 +125,9 @@ def _statements(translated, function: str) -> dict[str, tuple[set[str], list]]:
 
 
 KB_ITEMS_ONLY = {"ForAllValues:StringLike": {"dynamodb:LeadingKeys": ["kb#*"]}}
-
-
-def test_the_ingest_function_has_exactly_the_access_it_needs(translated, resources):
-    assert _statements(translated, "IngestFunction") == {
+CONSUME_QUEUE = {"sqs:ReceiveMessage", "sqs:DeleteMessage", "sqs:ChangeMessageVisibility", "sqs:GetQueueAttributes"}
+PIPELINE_ACCESS = {
+    "IngestFunction": {
         "ReadSourceObjects": ({"s3:GetObject", "s3:GetObjectVersion"}, [{"Fn::Sub": "${SourcesBucket.Arn}/*"}]),
         "ReadKnowledgeBases": ({"dynamodb:GetItem"}, [{"Fn::GetAtt": ["ConfigTable", "Arn"]}]),
         "WriteDocumentRecords": ({"dynamodb:GetItem", "dynamodb:PutItem"}, [{"Fn::GetAtt": ["DocumentsTable", "Arn"]}]),
@@ -137,17 +136,9 @@ def test_the_ingest_function_has_exactly_the_access_it_needs(translated, resourc
             [{"Fn::Sub": "${BodiesBucket.Arn}/bodies/*"}],
         ),
         "RequestIndexing": ({"sqs:SendMessage"}, [{"Fn::GetAtt": ["IndexQueue", "Arn"]}]),
-        "ConsumeSourceEvents": (
-            {"sqs:ReceiveMessage", "sqs:DeleteMessage", "sqs:ChangeMessageVisibility", "sqs:GetQueueAttributes"},
-            [{"Fn::GetAtt": ["SourceQueue", "Arn"]}],
-        ),
-    }
-    statements = resources["IngestFunction"]["Properties"]["Policies"][0]["Statement"]
-    assert next(s for s in statements if s["Sid"] == "ReadKnowledgeBases")["Condition"] == KB_ITEMS_ONLY
-
-
-def test_the_indexer_function_has_exactly_the_access_it_needs(translated, resources):
-    assert _statements(translated, "IndexerFunction") == {
+        "ConsumeSourceEvents": (CONSUME_QUEUE, [{"Fn::GetAtt": ["SourceQueue", "Arn"]}]),
+    },
+    "IndexerFunction": {
         "ClaimIndexGenerations": (
             {"dynamodb:GetItem", "dynamodb:UpdateItem"},
             [{"Fn::GetAtt": ["ConfigTable", "Arn"]}],
@@ -163,13 +154,18 @@ def test_the_indexer_function_has_exactly_the_access_it_needs(translated, resour
         ),
         # Listing a KB's index files finds the ones no kept generation references (to delete them).
         "ListIndexFiles": ({"s3:ListBucket"}, [{"Fn::GetAtt": ["BodiesBucket", "Arn"]}]),
-        "ConsumeIndexingRequests": (
-            {"sqs:ReceiveMessage", "sqs:DeleteMessage", "sqs:ChangeMessageVisibility", "sqs:GetQueueAttributes"},
-            [{"Fn::GetAtt": ["IndexQueue", "Arn"]}],
-        ),
-    }
-    statements = resources["IndexerFunction"]["Properties"]["Policies"][0]["Statement"]
-    assert next(s for s in statements if s["Sid"] == "ClaimIndexGenerations")["Condition"] == KB_ITEMS_ONLY
+        "ConsumeIndexingRequests": (CONSUME_QUEUE, [{"Fn::GetAtt": ["IndexQueue", "Arn"]}]),
+    },
+}
+# The one statement of each function on the config table: limited to knowledge-base items.
+CONFIG_STATEMENT = {"IngestFunction": "ReadKnowledgeBases", "IndexerFunction": "ClaimIndexGenerations"}
+
+
+@pytest.mark.parametrize("function", list(PIPELINE_ACCESS))
+def test_a_pipeline_function_has_exactly_the_access_it_needs(translated, resources, function):
+    assert _statements(translated, function) == PIPELINE_ACCESS[function]
+    statements = resources[function]["Properties"]["Policies"][0]["Statement"]
+    assert next(s for s in statements if s["Sid"] == CONFIG_STATEMENT[function])["Condition"] == KB_ITEMS_ONLY
 
 
 def test_the_pending_index_and_tombstone_ttl_exist(resources):

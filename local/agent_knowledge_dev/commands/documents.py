@@ -15,15 +15,17 @@ from __future__ import annotations
 
 import argparse
 import time
-from concurrent.futures import ThreadPoolExecutor, as_completed
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from agent_knowledge_dev.arguments import bounded_int
 from agent_knowledge_dev.commands import Command
 from agent_knowledge_dev.console import CliError, note, print_json
 from agent_knowledge_dev.target import add_target_arguments, connect, sources_bucket
+
+if TYPE_CHECKING:  # imported where used: every CLI run builds this module's parsers
+    from agent_knowledge_dev.bulk import FolderOutcomes
 
 DEFAULT_WORKERS = 4
 # More workers than the AWS clients' 32 pooled connections would only wait for one.
@@ -263,28 +265,9 @@ def _wait(
 # --- a folder -------------------------------------------------------------------------------------
 
 
-@dataclass
-class _FolderSummary:
-    kb_id: str
-    files: int = 0
-    created: int = 0
-    updated: int = 0
-    skipped: int = 0
-    deleted: int = 0
-    failed: int = 0
-    failures: list[dict[str, str]] = field(default_factory=list)
-    ignored: list[dict[str, str]] = field(default_factory=list)
-    uploaded: dict[str, str | None] = field(default_factory=dict)  # source key → revision
-    pruned: set[str] = field(default_factory=set)
-
-    def fail(self, source_key: str, error: str) -> None:
-        self.failed += 1
-        self.failures.append({"source_key": source_key, "error": error})
-
-
 def _put_directory(arguments: argparse.Namespace) -> int:
     from agent_knowledge.ingest.status import document_listing
-    from agent_knowledge_dev.bulk import discover
+    from agent_knowledge_dev.bulk import FolderOutcomes, discover
     from agent_knowledge_dev.progress import ProgressBar
 
     root: Path = arguments.dir
@@ -296,47 +279,32 @@ def _put_directory(arguments: argparse.Namespace) -> int:
         return _store_folder_directly(arguments, session, root)
     started, clock = time.time(), time.perf_counter()
     folder = discover(root)
-    summary = _FolderSummary(session.kb_id, files=len(folder.files))
-    summary.ignored = [skipped.as_dict() for skipped in folder.skipped]
+    summary = FolderOutcomes(session.kb_id, files=len(folder.files))
     remote = session.bucket.objects(session.kb_id)
     documents = {entry.source_key: entry.status for entry in document_listing(session.repositories, session.kb_id)}
     bar = ProgressBar(len(folder.files), enabled=arguments.progress)
     for skipped in folder.skipped:
         bar.message(f"skipped: {skipped.path}: {skipped.reason}")
+    pruned: set[str] = set()
     try:
-        _upload_all(session, folder.files, remote, documents, summary, bar, arguments.workers)
+        uploaded = _upload_all(session, folder.files, remote, documents, summary, bar, arguments.workers)
         if arguments.prune:
             present = {source.source_key for source in folder.files}
             for source_key in sorted(set(remote) - present):
                 if not (root / source_key).exists():  # only files that are gone, not ones left out
                     session.bucket.delete(session.kb_id, source_key)
-                    summary.pruned.add(source_key)
-            summary.deleted = len(summary.pruned)
+                    pruned.add(source_key)
+            summary.deleted = len(pruned)
     finally:
         bar.close()
     upload_seconds = time.perf_counter() - clock
-    result: dict[str, Any] = {
-        "kb_id": summary.kb_id,
-        "files": summary.files,
-        "created": summary.created,
-        "updated": summary.updated,
-        "skipped": summary.skipped,
-        "deleted": summary.deleted,
-        "failed": summary.failed,
-        "failures": summary.failures,
-        "ignored": summary.ignored,
-    }
+    result: dict[str, Any] = {**summary.counts(), "ignored": [skipped.as_dict() for skipped in folder.skipped]}
     status = 1 if summary.failed else 0
     if arguments.wait:
-        waited = _wait(arguments, session, summary.uploaded, summary.pruned, started)
+        waited = _wait(arguments, session, uploaded, pruned, started)
         for source_key, entry in sorted(waited.failed.items()):
             summary.fail(source_key, entry.reason or "failed")
-        result.update(
-            failed=summary.failed,
-            failures=sorted(summary.failures, key=lambda failure: failure["source_key"]),
-            ready=len(waited.ready),
-            pending=waited.pending,
-        )
+        result.update(failed=summary.failed, failures=summary.failures, ready=len(waited.ready), pending=waited.pending)
         status = 1 if summary.failed or waited.pending else 0
     from agent_knowledge.ingest.status import kb_status
 
@@ -358,14 +326,7 @@ def _store_folder_directly(arguments: argparse.Namespace, session: _Session, roo
     for failure in stored.failures:
         note(f"failed: {failure['source_key']}: {failure['error']}")
     result = {
-        "kb_id": session.kb_id,
-        "files": stored.files,
-        "created": stored.created,
-        "updated": stored.updated,
-        "skipped": stored.skipped,
-        "deleted": 0,
-        "failed": stored.failed,
-        "failures": stored.failures,
+        **stored.counts(),
         "ignored": ignored,
         "index_generation": stored.index_generation,
         "seconds": {
@@ -384,12 +345,13 @@ def _upload_all(
     files: list[Any],
     remote: dict[str, Any],
     documents: dict[str, str],
-    summary: _FolderSummary,
+    summary: FolderOutcomes,
     bar: Any,
     workers: int,
-) -> None:
-    from agent_knowledge.errors import KnowledgeError
-    from agent_knowledge_dev.bulk import UnreadableSource, read_source
+) -> dict[str, str | None]:
+    """Upload the files that changed, counting each file's outcome in `summary`; returns the
+    revision of each file uploaded, by source key."""
+    from agent_knowledge_dev.bulk import each_file, read_source
     from agent_knowledge_dev.sources import content_etag
 
     def upload(source: Any) -> tuple[str, str | None]:
@@ -402,23 +364,18 @@ def _upload_all(
         session.bucket.put(session.kb_id, source.source_key, content, source.media_type)
         return ("created" if current is None else "updated"), prepared.revision
 
-    with ThreadPoolExecutor(max_workers=workers) as pool:
-        futures = {pool.submit(upload, source): source for source in files}
-        for future in as_completed(futures):
-            source = futures[future]
-            try:
-                outcome, revision = future.result()
-            except (KnowledgeError, UnreadableSource) as exc:
-                error = exc.message if isinstance(exc, KnowledgeError) else str(exc)
-                summary.fail(source.source_key, error)
-                bar.message(f"failed: {source.source_key}: {error}")
-                bar.advance(source.source_key)
-                continue
-            setattr(summary, outcome, getattr(summary, outcome) + 1)
+    uploaded: dict[str, str | None] = {}
+    for source, done, error in each_file(files, upload, workers):
+        if error is not None:
+            summary.fail(source.source_key, error)
+            bar.message(f"failed: {source.source_key}: {error}")
+        elif done is not None:
+            outcome, revision = done
+            summary.count(outcome)
             if outcome != "skipped":
-                summary.uploaded[source.source_key] = revision
-            bar.advance(source.source_key)
-    summary.failures.sort(key=lambda failure: failure["source_key"])
+                uploaded[source.source_key] = revision
+        bar.advance(source.source_key)
+    return uploaded
 
 
 # --- delete, list -------------------------------------------------------------------------------

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 
 from agent_knowledge_dev.admin import DEFAULT_SESSION_TTL, MAX_SESSION_TTL
-from agent_knowledge_dev.arguments import bounded_int
+from agent_knowledge_dev.arguments import add_ttl_argument
 from agent_knowledge_dev.commands import Command
 from agent_knowledge_dev.console import print_json
 from agent_knowledge_dev.target import add_target_arguments, connect
@@ -19,13 +19,7 @@ def _issue_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--role", dest="roles", metavar="R", nargs="+", action="extend", default=[])
     parser.add_argument("--audience")
     parser.add_argument("--on-behalf-of", metavar="X")
-    parser.add_argument(
-        "--ttl",
-        type=bounded_int(1, MAX_SESSION_TTL, "7 days"),
-        default=DEFAULT_SESSION_TTL,
-        metavar="SECONDS",
-        help=f"lifetime, 1-{MAX_SESSION_TTL} (7 days; default {DEFAULT_SESSION_TTL})",
-    )
+    add_ttl_argument(parser, MAX_SESSION_TTL, DEFAULT_SESSION_TTL, "7 days")
     add_target_arguments(parser)
 
 

@@ -6,7 +6,7 @@ import argparse
 from collections.abc import Callable
 
 from agent_knowledge.repositories import Repositories
-from agent_knowledge_dev.arguments import bounded_int
+from agent_knowledge_dev.arguments import add_ttl_argument
 from agent_knowledge_dev.commands import Command
 from agent_knowledge_dev.console import print_json
 from agent_knowledge_dev.target import add_target_arguments, connect
@@ -23,13 +23,7 @@ def _create_arguments(parser: argparse.ArgumentParser) -> None:
         required=True,
         help="member sessions (one or more, or repeat the flag); members become task-required",
     )
-    parser.add_argument(
-        "--ttl",
-        type=bounded_int(1, MAX_TASK_TTL, "30 days"),
-        default=DEFAULT_TASK_TTL,
-        metavar="SECONDS",
-        help=f"lifetime, 1-{MAX_TASK_TTL} (30 days; default {DEFAULT_TASK_TTL})",
-    )
+    add_ttl_argument(parser, MAX_TASK_TTL, DEFAULT_TASK_TTL, "30 days")
     add_target_arguments(parser)
 
 
