@@ -334,7 +334,7 @@ def test_failing_document_table_is_503(call, library, monkeypatch):
 
     def throttled(**request):
         # The document record is read in the identity's first batch (issue 16).
-        if documents._table in request["RequestItems"]:
+        if documents._table.name in request["RequestItems"]:
             raise ClientError({"Error": {"Code": "ProvisionedThroughputExceededException"}}, "BatchGetItem")
         return original(**request)
 

@@ -10,7 +10,7 @@ from typing import Any
 
 from agent_knowledge.records import DocumentRecord
 from agent_knowledge.repositories.batch import Lookup, batch_get
-from agent_knowledge.repositories.dynamo import conditional_write, from_item, key, to_item
+from agent_knowledge.repositories.dynamo import Table, from_item, key, to_item
 from agent_knowledge.repositories.errors import storage_errors
 
 # What validating a hit, signing a reference and serving a body need of a record; the rest
@@ -52,67 +52,49 @@ def document_id(source_key: str) -> str:
 
 class DocumentRepository:
     def __init__(self, dynamodb: Any, table: str) -> None:
-        self._dynamodb = dynamodb
-        self._table = table
+        self._table = Table(dynamodb, table, "document storage")
 
     def get(self, kb_id: str, doc_id: str) -> DocumentRecord | None:
-        with storage_errors("document storage"):
-            response = self._dynamodb.get_item(
-                TableName=self._table, Key=key(kb_id=kb_id, doc_id=doc_id), ConsistentRead=True
-            )
-        item = response.get("Item")
-        return DocumentRecord.model_validate(from_item(item)) if item else None
+        item = self._table.get(key(kb_id=kb_id, doc_id=doc_id))
+        return DocumentRecord.model_validate(item) if item else None
+
+    def _lookup(self, kb_id: str, doc_id: str, attributes: tuple[str, ...]) -> Lookup[DocumentRecord]:
+        """`attributes`: what to read (empty: the whole record)."""
+        item_key = key(kb_id=kb_id, doc_id=doc_id)
+        return Lookup(self._table.name, item_key, DocumentRecord.model_validate, self._table.store, attributes)
+
+    def _get_batch(
+        self, keys: list[tuple[str, str]], attributes: tuple[str, ...]
+    ) -> dict[tuple[str, str], DocumentRecord]:
+        lookups = [self._lookup(kb_id, doc_id, attributes) for kb_id, doc_id in dict.fromkeys(keys)]
+        return {(r.kb_id, r.doc_id): r for r in batch_get(self._table.dynamodb, lookups) if r is not None}
 
     def lookup(self, kb_id: str, doc_id: str) -> Lookup[DocumentRecord]:
         """The record of a document as validation needs it (`VALIDATION_ATTRIBUTES`), for `batch_get`."""
-        return Lookup(
-            self._table,
-            key(kb_id=kb_id, doc_id=doc_id),
-            DocumentRecord.model_validate,
-            "document storage",
-            VALIDATION_ATTRIBUTES,
-        )
+        return self._lookup(kb_id, doc_id, VALIDATION_ATTRIBUTES)
 
     def get_marks(self, keys: list[tuple[str, str]]) -> dict[tuple[str, str], DocumentRecord]:
         """Batch read of (kb_id, doc_id) pairs with their pending marks (what the indexer needs to
         clear them: revision, status, `index_pending_since`); missing documents are absent."""
-        wanted = list(dict.fromkeys(keys))
-        lookups = [
-            Lookup(
-                self._table,
-                key(kb_id=kb_id, doc_id=doc_id),
-                DocumentRecord.model_validate,
-                "document storage",
-                (*VALIDATION_ATTRIBUTES, "index_pending_since"),
-            )
-            for kb_id, doc_id in wanted
-        ]
-        return {(r.kb_id, r.doc_id): r for r in batch_get(self._dynamodb, lookups) if r is not None}
+        return self._get_batch(keys, (*VALIDATION_ATTRIBUTES, "index_pending_since"))
 
     def get_whole(self, keys: list[tuple[str, str]]) -> dict[tuple[str, str], DocumentRecord]:
         """Batch read of whole records (chunk offsets included: the index writer cuts chunks from
         the body with them); missing documents are absent from the result."""
-        wanted = list(dict.fromkeys(keys))
-        lookups = [
-            Lookup(self._table, key(kb_id=kb_id, doc_id=doc_id), DocumentRecord.model_validate, "document storage")
-            for kb_id, doc_id in wanted
-        ]
-        return {(r.kb_id, r.doc_id): r for r in batch_get(self._dynamodb, lookups) if r is not None}
+        return self._get_batch(keys, ())
 
     def get_many(self, keys: list[tuple[str, str]]) -> dict[tuple[str, str], DocumentRecord]:
         """Batch read of (kb_id, doc_id) pairs, as validation needs them (`VALIDATION_ATTRIBUTES`);
         missing documents are absent from the result."""
-        wanted = list(dict.fromkeys(keys))
-        records = batch_get(self._dynamodb, [self.lookup(kb_id, doc_id) for kb_id, doc_id in wanted])
-        return {(record.kb_id, record.doc_id): record for record in records if record is not None}
+        return self._get_batch(keys, VALIDATION_ATTRIBUTES)
 
     def _query(self, request: dict[str, Any]) -> Iterator[dict[str, Any]]:
         paginator_key: dict[str, Any] | None = None
         while True:
             if paginator_key:
                 request["ExclusiveStartKey"] = paginator_key
-            with storage_errors("document storage"):
-                response = self._dynamodb.query(TableName=self._table, **request)
+            with storage_errors(self._table.store):
+                response = self._table.dynamodb.query(TableName=self._table.name, **request)
             for item in response.get("Items", []):
                 yield from_item(item)
             paginator_key = response.get("LastEvaluatedKey")
@@ -147,16 +129,13 @@ class DocumentRepository:
 
     def oldest_pending_since(self, kb_id: str) -> float | None:
         """When the KB's oldest change still waiting for the indexer was made (one index item read)."""
-        with storage_errors("document storage"):
-            response = self._dynamodb.query(
-                TableName=self._table,
-                IndexName=PENDING_INDEX,
-                KeyConditionExpression="kb_id = :kb",
-                ExpressionAttributeValues={":kb": {"S": kb_id}},
-                ScanIndexForward=True,
-                Limit=1,
-            )
-        items = response.get("Items", [])
+        items = self._table.query_page(
+            IndexName=PENDING_INDEX,
+            KeyConditionExpression="kb_id = :kb",
+            ExpressionAttributeValues={":kb": {"S": kb_id}},
+            ScanIndexForward=True,
+            Limit=1,
+        )
         return float(from_item(items[0])["index_pending_since"]) if items else None
 
     def clear_pending(self, record: DocumentRecord) -> bool:
@@ -164,24 +143,19 @@ class DocumentRepository:
         record changed since it was read (then its new change still waits for the indexer)."""
         if record.index_pending_since is None:
             return True
-        return conditional_write(
-            "document storage",
-            self._dynamodb.update_item,
-            TableName=self._table,
-            Key=key(kb_id=record.kb_id, doc_id=record.doc_id),
-            UpdateExpression="REMOVE index_pending_since",
-            ConditionExpression="revision = :r AND #s = :s AND index_pending_since = :p",
-            ExpressionAttributeNames={"#s": "status"},
-            ExpressionAttributeValues=to_item(
-                {":r": record.revision, ":s": record.status, ":p": record.index_pending_since}
-            ),
+        return self._table.update(
+            key(kb_id=record.kb_id, doc_id=record.doc_id),
+            "REMOVE index_pending_since",
+            "revision = :r AND #s = :s AND index_pending_since = :p",
+            {":r": record.revision, ":s": record.status, ":p": record.index_pending_since},
+            {"#s": "status"},
         )
 
     def replace(self, record: DocumentRecord, expected: DocumentRecord | None) -> bool:
         """Write `record` only if the stored item is still `expected` (None: no item at all).
         Every write has its own write_id, so this detects any change in between, even one that
         went back to the same revision; records written before write_id existed match on revision."""
-        request: dict[str, Any] = {"TableName": self._table, "Item": to_item(record.model_dump(mode="json"))}
+        request: dict[str, Any] = {"TableName": self._table.name, "Item": to_item(record.model_dump(mode="json"))}
         if expected is None:
             request["ConditionExpression"] = "attribute_not_exists(doc_id)"
         elif expected.write_id:
@@ -190,22 +164,22 @@ class DocumentRepository:
         else:
             request["ConditionExpression"] = "attribute_not_exists(write_id) AND revision = :r"
             request["ExpressionAttributeValues"] = {":r": {"S": expected.revision}}
-        return conditional_write("document storage", self._dynamodb.put_item, **request)
+        return self._table.write("Put", request)
 
     def put(self, record: DocumentRecord, *, only_if_new: bool = False, only_if_revision: str | None = None) -> bool:
         """Write a record, optionally only if none exists yet or only if the stored revision is
         `only_if_revision`; returns False when that condition fails."""
-        request: dict[str, Any] = {"TableName": self._table, "Item": to_item(record.model_dump(mode="json"))}
+        request: dict[str, Any] = {"TableName": self._table.name, "Item": to_item(record.model_dump(mode="json"))}
         if only_if_new:
             request["ConditionExpression"] = "attribute_not_exists(doc_id)"
         elif only_if_revision is not None:
             request["ConditionExpression"] = "revision = :r"
             request["ExpressionAttributeValues"] = {":r": {"S": only_if_revision}}
-        return conditional_write("document storage", self._dynamodb.put_item, **request)
+        return self._table.write("Put", request)
 
     def delete(self, kb_id: str, doc_id: str) -> bool:
-        with storage_errors("document storage"):
-            response = self._dynamodb.delete_item(
-                TableName=self._table, Key=key(kb_id=kb_id, doc_id=doc_id), ReturnValues="ALL_OLD"
+        with storage_errors(self._table.store):
+            response = self._table.dynamodb.delete_item(
+                TableName=self._table.name, Key=key(kb_id=kb_id, doc_id=doc_id), ReturnValues="ALL_OLD"
             )
         return bool(response.get("Attributes"))
