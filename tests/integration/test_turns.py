@@ -6,6 +6,7 @@ import json
 import threading
 
 import pytest
+from botocore.exceptions import ClientError
 
 from agent_knowledge import wire
 from agent_knowledge.errors import KnowledgeUnavailable
@@ -253,6 +254,27 @@ def test_identical_replay_returns_the_same_run_and_bytes(call, library):
     second = turn(call, event="turns-on-demand")
     assert first.status == second.status == 200
     assert first.body == second.body
+    assert len(run_items(library)) == 1
+
+
+def test_a_replay_that_meets_a_transaction_on_its_claim_waits_and_replays(call, library, monkeypatch):
+    # On DynamoDB, a plain write to an item that another request's transaction is writing at that
+    # moment fails with TransactionConflictException (moto never does): here the replay's first
+    # step-by-step claim meets it once, as a request racing the first one's claims would.
+    first = turn(call, event="turns-on-demand")
+    client = library.repositories.dynamodb
+    original, conflicts = client.put_item, []
+
+    def put_item(**request):
+        if not conflicts:
+            conflicts.append(request["Item"]["pk"]["S"])
+            raise ClientError({"Error": {"Code": "TransactionConflictException"}}, "PutItem")
+        return original(**request)
+
+    monkeypatch.setattr(client, "put_item", put_item)
+    second = turn(call, event="turns-on-demand")
+    assert conflicts and conflicts[0].startswith("message#")
+    assert second.status == 200 and second.body == first.body
     assert len(run_items(library)) == 1
 
 

@@ -6,12 +6,20 @@ Error mapping (for DynamoDB, S3 and Secrets Manager alike) lives in `repositorie
 from __future__ import annotations
 
 import base64
+import random
+import time
 from collections.abc import Callable
 from typing import Any
 
 from botocore.exceptions import ClientError
 
-from agent_knowledge.repositories.errors import is_cancelled_transaction, is_conditional_failure, storage_errors
+from agent_knowledge.errors import KnowledgeUnavailable
+from agent_knowledge.repositories.errors import (
+    is_cancelled_transaction,
+    is_conditional_failure,
+    is_transaction_conflict,
+    storage_errors,
+)
 
 # A small (de)serializer for the JSON-like values we store, instead of boto3.dynamodb.types:
 # importing that pulls in all of boto3 and s3transfer, ~100 ms of cold start.
@@ -81,17 +89,36 @@ def key(**values: str) -> dict[str, Any]:
     return {k: {"S": v} for k, v in values.items()}
 
 
-def conditional_write(what: str, operation: Callable[..., Any], **request: Any) -> bool:
+# A write that meets another request's transaction on the same item waits for it to commit
+# (milliseconds) and tries again: 10, 20, 40 and 80 ms, each with up to half again as jitter.
+CONFLICT_RETRY_DELAYS_SECONDS = (0.01, 0.02, 0.04, 0.08)
+
+
+def conditional_write(
+    what: str, operation: Callable[..., Any], sleep: Callable[[float], None] = time.sleep, **request: Any
+) -> bool:
     """Run a conditional write; False when its condition fails (the caller's answer, not an
-    error). Any other failure is `KnowledgeUnavailable`, as with `storage_errors`."""
-    try:
-        with storage_errors(what):
-            operation(**request)
-    except ClientError as exc:
-        if is_conditional_failure(exc):
-            return False
-        raise
-    return True
+    error). A `TransactionConflictException` (the item is in another request's transaction right
+    now) is retried after a short wait, since turn claims are transactions (docs/DESIGN.md §9). Any
+    other failure, or a conflict that outlasts the retries, is `KnowledgeUnavailable`, as with
+    `storage_errors`."""
+    for delay in (*CONFLICT_RETRY_DELAYS_SECONDS, None):
+        try:
+            with storage_errors(what, passthrough=_answer_or_conflict):
+                operation(**request)
+        except ClientError as exc:
+            if is_conditional_failure(exc):
+                return False
+            if delay is None:
+                raise KnowledgeUnavailable.of(what) from exc
+            sleep(delay * (1 + random.random() / 2))
+            continue
+        return True
+    raise AssertionError("unreachable")
+
+
+def _answer_or_conflict(exc: ClientError) -> bool:
+    return is_conditional_failure(exc) or is_transaction_conflict(exc)
 
 
 class Table:

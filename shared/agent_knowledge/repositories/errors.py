@@ -29,6 +29,12 @@ def is_conditional_failure(exc: ClientError) -> bool:
     return error_code(exc) == "ConditionalCheckFailedException"
 
 
+def is_transaction_conflict(exc: ClientError) -> bool:
+    """A single-item DynamoDB write refused because a transaction is writing the same item at that
+    moment; botocore does not retry it, and it resolves as soon as the transaction commits."""
+    return error_code(exc) == "TransactionConflictException"
+
+
 def is_cancelled_transaction(exc: ClientError) -> bool:
     """A DynamoDB transaction that wrote nothing: one of its conditions did not hold, or another
     request was writing one of its items at the same moment."""

@@ -23,11 +23,8 @@ import zlib
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from botocore.exceptions import ClientError
-
 from agent_knowledge.records import RunRecord
-from agent_knowledge.repositories.dynamo import Table, key
-from agent_knowledge.repositories.errors import is_conditional_failure, storage_errors
+from agent_knowledge.repositories.dynamo import Table, conditional_write, key
 from agent_knowledge.repositories.runs import run_item, run_transition
 
 # Same grace as runs: the records outlive their run by a day, then TTL removes them.
@@ -92,18 +89,16 @@ class TurnRepository:
         return str(existing["turn_key"]), False
 
     def release_message(self, message_key: str, turn_key: str) -> None:
-        """Undo a claim this request made for a turn it then could not use."""
-        try:
-            with storage_errors(self._table.store):
-                self._table.dynamodb.delete_item(
-                    TableName=self._table.name,
-                    Key=key(pk=f"message#{message_key}"),
-                    ConditionExpression="turn_key = :t",
-                    ExpressionAttributeValues={":t": {"S": turn_key}},
-                )
-        except ClientError as exc:
-            if not is_conditional_failure(exc):
-                raise
+        """Undo a claim this request made for a turn it then could not use (unless the message
+        has another owner by now)."""
+        conditional_write(
+            self._table.store,
+            self._table.dynamodb.delete_item,
+            TableName=self._table.name,
+            Key=key(pk=f"message#{message_key}"),
+            ConditionExpression="turn_key = :t",
+            ExpressionAttributeValues={":t": {"S": turn_key}},
+        )
 
     # turns ----------------------------------------------------------------------------------
 
