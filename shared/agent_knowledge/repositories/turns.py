@@ -105,7 +105,9 @@ class TurnRepository:
     def claim_fresh(self, message_key: str, claim: TurnClaim, run: RunRecord) -> bool:
         """Claim the user message and the turn key and create the run, all or nothing, in one round
         trip; False (nothing written) if any of the three exists or is being written: the caller then
-        claims step by step (`claim_message`, `claim_turn`, `RunRepository.create`) to learn which."""
+        claims step by step (`claim_message`, `claim_turn`, `RunRepository.create`) to learn which.
+        The run item goes into this table: runs and turn records share the runs table
+        (`repositories/bundle.py` gives both repositories `RUNS_TABLE`)."""
         return self._table.write_together(
             [
                 ("Put", self._table.new_item(_message_item(message_key, claim.key, claim.expires_at), "pk")),
