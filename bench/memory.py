@@ -23,7 +23,13 @@ PROFILES = {"full": (10_000, 100_000), "quick": (1_000, 5_000), "smoke": (100,)}
 # Lambda's own runtime (bootstrap, runtime client) lives in the same memory; keep this much
 # headroom above our process's peak, and the current setting in template.yaml for comparison.
 RUNTIME_HEADROOM = 1.3
-CURRENT_MEMORY_MB = 512
+
+
+def _search_memory_mb() -> int:
+    """The search function's memory in the template (the `SearchMemorySize` default)."""
+    from agent_knowledge_dev.template import template
+
+    return int(template()["Parameters"]["SearchMemorySize"]["Default"])
 
 
 def _child(objects: str, queries: str) -> dict[str, Any]:
@@ -34,7 +40,8 @@ def run(profile: str = "full") -> dict[str, Any]:
     from bench.index_store import DirectoryObjects, publish_chunks
 
     sizes = PROFILES[profile]
-    result: dict[str, Any] = {"sizes": list(sizes), "current_memory_mb": CURRENT_MEMORY_MB}
+    current_memory_mb = _search_memory_mb()
+    result: dict[str, Any] = {"sizes": list(sizes), "current_memory_mb": current_memory_mb}
     with tempfile.TemporaryDirectory(prefix="ak-bench-memory-") as scratch:
         result["handler_only"] = _child("-", "-")
         points = []
@@ -54,5 +61,5 @@ def run(profile: str = "full") -> dict[str, Any]:
     largest = max(point["peak_rss_mib"] for point in points)
     needed = largest * RUNTIME_HEADROOM
     result["needed_mb"] = round(needed)
-    result["current_fits"] = needed <= CURRENT_MEMORY_MB
+    result["current_fits"] = needed <= current_memory_mb
     return result
