@@ -35,3 +35,18 @@ def test_the_event_handler_package_stays_complete_for_other_importers():
         "print(AppSyncResolver.__name__)"
     )
     assert _run(code) == "AppSyncResolver"
+
+
+# The functions that never open an index must not pay for tantivy (nor the reader) at cold start.
+NO_INDEX = ("capabilities", "read", "complete_run", "ingest")
+
+
+def test_functions_that_open_no_index_do_not_import_tantivy():
+    for name in NO_INDEX:
+        code = (
+            "import sys\n"
+            f"sys.path.insert(0, {str(ROOT / 'functions' / name)!r})\n"
+            "import app\n"
+            "print(sorted(m for m in ('tantivy', 'agent_knowledge.retrieval.search') if m in sys.modules))"
+        )
+        assert _run(code) == "[]", name

@@ -136,6 +136,11 @@ PIPELINE_ACCESS = {
             [{"Fn::Sub": "${BodiesBucket.Arn}/bodies/*"}],
         ),
         "RequestIndexing": ({"sqs:SendMessage"}, [{"Fn::GetAtt": ["IndexQueue", "Arn"]}]),
+        # S3 answers 404 (not 403) for a missing version or body only with ListBucket.
+        "TellMissingObjectsFromDenied": (
+            {"s3:ListBucket"},
+            [{"Fn::GetAtt": ["SourcesBucket", "Arn"]}, {"Fn::GetAtt": ["BodiesBucket", "Arn"]}],
+        ),
         "ConsumeSourceEvents": (CONSUME_QUEUE, [{"Fn::GetAtt": ["SourceQueue", "Arn"]}]),
     },
     "IndexerFunction": {
@@ -152,8 +157,9 @@ PIPELINE_ACCESS = {
             {"s3:GetObject", "s3:PutObject", "s3:DeleteObject"},
             [{"Fn::Sub": "${BodiesBucket.Arn}/indexes/*"}],
         ),
-        # Listing a KB's index files finds the ones no kept generation references (to delete them).
-        "ListIndexFiles": ({"s3:ListBucket"}, [{"Fn::GetAtt": ["BodiesBucket", "Arn"]}]),
+        # Listing a KB's index files finds the ones no kept generation references (to delete them);
+        # unconditioned, it also makes S3 answer 404 for a missing body or manifest.
+        "ListIndexFilesAndTellMissingObjectsFromDenied": ({"s3:ListBucket"}, [{"Fn::GetAtt": ["BodiesBucket", "Arn"]}]),
         "ConsumeIndexingRequests": (CONSUME_QUEUE, [{"Fn::GetAtt": ["IndexQueue", "Arn"]}]),
     },
 }

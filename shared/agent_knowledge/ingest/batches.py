@@ -9,16 +9,14 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable
-from dataclasses import dataclass, field
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from agent_knowledge.errors import KnowledgeError
 from agent_knowledge.ingest.content import IngestError
-from agent_knowledge.ingest.index_update import update_kb_index
 from agent_knowledge.ingest.indexing import publish_pending
-from agent_knowledge.ingest.source_events import Applied, MalformedNotification, SourceIngest, parse_notification
+from agent_knowledge.ingest.source_events import MalformedNotification, SourceIngest, index_messages, parse_notification
 from agent_knowledge.repositories.queues import IndexMessage
 from agent_knowledge.runtime.container import PipelineDependencies
 from agent_knowledge.runtime.observability import emit_service_metric, logger
@@ -30,16 +28,10 @@ def batch_response(failed: Iterable[str]) -> dict[str, Any]:
     return {"batchItemFailures": [{"itemIdentifier": message_id} for message_id in failed]}
 
 
-@dataclass
-class IngestBatch:
-    applied: list[Applied] = field(default_factory=list)
-    failed: list[str] = field(default_factory=list)
-
-
 def ingest_batch(deps: PipelineDependencies, records: list[dict[str, Any]]) -> dict[str, Any]:
     """Apply every S3 event of the batch, then tell the indexer about the changes."""
     ingest = SourceIngest(deps.repositories, deps.sources, deps.clock)
-    batch = IngestBatch()
+    failed: list[str] = []
     sent_by: dict[str, list[IndexMessage]] = {}
     for record in records:
         message_id = record["messageId"]
@@ -48,18 +40,17 @@ def ingest_batch(deps: PipelineDependencies, records: list[dict[str, Any]]) -> d
             applied = [ingest.apply(event) for event in events]
         except MalformedNotification as exc:
             logger.error("malformed message", extra={"message_id": message_id, "error": str(exc)})
-            batch.failed.append(message_id)
+            failed.append(message_id)
             continue
         except KnowledgeError as exc:  # storage unavailable: the whole message is retried
             logger.warning("message not applied", extra={"message_id": message_id, "error": type(exc).__name__})
-            batch.failed.append(message_id)
+            failed.append(message_id)
             continue
         except Exception:  # a defect: fail this message only (retried, then the dead-letter queue)
             logger.exception("message not applied", extra={"message_id": message_id})
-            batch.failed.append(message_id)
+            failed.append(message_id)
             continue
-        batch.applied.extend(applied)
-        sent_by[message_id] = [message for item in applied if (message := item.index_message) is not None]
+        sent_by[message_id] = list(index_messages(applied))
     to_send = [message for messages in sent_by.values() for message in messages]
     unsent: set[str] = set()
     if to_send:
@@ -71,8 +62,8 @@ def ingest_batch(deps: PipelineDependencies, records: list[dict[str, Any]]) -> d
         # The changes are stored; a retry of the message finds them applied (`stale`) and sends again.
         if any(message.deduplication_id in unsent for message in messages):
             logger.warning("indexing not requested; message retried", extra={"message_id": message_id})
-            batch.failed.append(message_id)
-    return batch_response(batch.failed)
+            failed.append(message_id)
+    return batch_response(failed)
 
 
 class IndexRequest(BaseModel):
@@ -99,7 +90,6 @@ def index_batch(deps: PipelineDependencies, records: list[dict[str, Any]]) -> di
     must not overtake earlier ones of their group)."""
     by_kb: dict[str, list[str]] = {}
     doc_ids: dict[str, list[str]] = {}
-    order: list[str] = []
     for record in records:
         request = _request(record)
         if request is None:
@@ -107,8 +97,7 @@ def index_batch(deps: PipelineDependencies, records: list[dict[str, Any]]) -> di
             return batch_response(_from(records, record["messageId"]))
         by_kb.setdefault(request.kb_id, []).append(record["messageId"])
         doc_ids.setdefault(request.kb_id, []).extend(request.doc_ids)
-        order.append(request.kb_id)
-    for kb_id in dict.fromkeys(order):
+    for kb_id in by_kb:  # in the order the batch first names them
         try:
             _index_kb(deps, kb_id, doc_ids[kb_id])
         except KnowledgeError as exc:
@@ -123,6 +112,9 @@ def _from(records: list[dict[str, Any]], message_id: str) -> list[str]:
 
 
 def _index_kb(deps: PipelineDependencies, kb_id: str, doc_ids: list[str]) -> None:
+    # Imported here: the ingest function shares this module and must not load tantivy.
+    from agent_knowledge.ingest.index_update import update_kb_index
+
     try:
         published = publish_pending(deps.repositories, kb_id, doc_ids, update_kb_index)
     except IngestError:  # the KB was deleted: nothing of it can be indexed, ever

@@ -29,10 +29,8 @@ from agent_knowledge.ingest.content import (
     PreparedDocument,
     prepare_document,
 )
-from agent_knowledge.ingest.index_chunks import RecentChunks
-from agent_knowledge.ingest.index_rebuild import rebuild_kb_index
-from agent_knowledge.ingest.index_update import update_kb_index
 from agent_knowledge.ingest.indexing import clear_marks, marked_records, publish_pending
+from agent_knowledge.ingest.recent_chunks import RecentChunks
 from agent_knowledge.records import DocumentRecord, KnowledgeBaseRecord
 from agent_knowledge.repositories import Repositories
 from agent_knowledge.repositories.bodies import body_key
@@ -183,6 +181,8 @@ class Ingestor:
         self.knowledge_base(kb_id)
         result = self._store(kb_id, source_key, prepared, source)
         if rebuild_index and result.document.index_pending_since is not None:
+            from agent_knowledge.ingest.index_update import update_kb_index  # tantivy: index paths only
+
             publish_pending(self._repositories, kb_id, [result.document.doc_id], update_kb_index)
             current = self._repositories.documents.get(kb_id, result.document.doc_id)
             result = IngestResult(result.outcome, current or result.document)
@@ -334,6 +334,8 @@ class Ingestor:
         deleted = self._repositories.documents.delete(kb_id, doc_id)
         self._discard(existing.body_key)
         if rebuild_index:  # an incremental update: only this document's chunks leave the index
+            from agent_knowledge.ingest.index_update import update_kb_index  # tantivy: index paths only
+
             update_kb_index(self._repositories, kb_id, [doc_id], known=self._recent)
         return deleted
 
@@ -346,6 +348,8 @@ class Ingestor:
         Every change pending before the rebuild is in it, so their marks are cleared."""
         self.knowledge_base(kb_id)
         marked = marked_records(self._repositories, kb_id)
+        from agent_knowledge.ingest.index_rebuild import rebuild_kb_index  # tantivy: index paths only
+
         generation = rebuild_kb_index(self._repositories, kb_id, known=self._recent)
         clear_marks(self._repositories, marked)
         return generation

@@ -15,25 +15,16 @@ is merged; a full rebuild (`agent-knowledge kb reindex`) compacts everything. do
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass
 
 import tantivy
 
 from agent_knowledge.retrieval import schema as fields
 from agent_knowledge.retrieval.analyzer import cjk_unigrams, word_tokens
+from agent_knowledge.retrieval.chunks import IndexedChunk
 
 REBUILD_HEAP_BYTES = 64_000_000
 # An update adds a few documents: tantivy's minimum writer budget (15 MB per thread) is plenty.
 UPDATE_HEAP_BYTES = 16_000_000
-
-
-@dataclass(frozen=True)
-class IndexedChunk:
-    doc_id: str
-    revision: str
-    chunk_index: int
-    digest: str
-    text: str
 
 
 def _document(chunk: IndexedChunk) -> tantivy.Document:
