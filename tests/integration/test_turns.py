@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import json
 import threading
 
@@ -220,6 +221,16 @@ def test_limits_at_their_bounds_are_accepted(call, library):
     renderers = [f"r{i % 20}" for i in range(40)]  # 40 names, 20 unique
     body = turn_body(user_input="vacation " + "x" * 63_990, renderers=renderers, client_conversation_id="c" * 128)
     assert turn(call, body).status == 200
+
+
+def test_a_base64_encoded_body_has_the_same_512_kib_limit(call, library):
+    # API Gateway may hand the body over base64-encoded; its cheap size check must use the turn's
+    # limit, not the 64 KiB of the other endpoints (this body is ~256 KB, ~342 KB encoded).
+    body = json.dumps(turn_body(user_input="vacation " + "😀" * 63_990), ensure_ascii=False).encode("utf-8")
+    event = with_changes(load_event("turns-legacy"), raw_body=base64.b64encode(body).decode("ascii"))
+    event["isBase64Encoded"] = True
+    result = call("turns", event)
+    assert result.status == 200, result.json()
 
 
 def test_body_limit_is_512_kib(call, library):

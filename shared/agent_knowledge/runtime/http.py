@@ -74,14 +74,14 @@ def _field_message(model: type[BaseModel], error: Any) -> str:
     return f"{field}: {message}"
 
 
-def raw_body(event: dict[str, Any]) -> bytes:
+def raw_body(event: dict[str, Any], max_bytes: int = REQUEST_MAX_BODY_BYTES) -> bytes:
     body = event.get("body")
     if body is None:
         return b""
     if event.get("isBase64Encoded"):
         # Cheap bound before decoding: base64 inflates by 4/3.
-        if len(body) > (REQUEST_MAX_BODY_BYTES * 4) // 3 + 4:
-            raise errors.InvalidRequest("request body is larger than 64 KiB")
+        if len(body) > (max_bytes * 4) // 3 + 4:
+            raise errors.InvalidRequest(f"request body is larger than {max_bytes // 1024} KiB")
         try:
             return base64.b64decode(body, validate=True)
         except (binascii.Error, ValueError):
@@ -90,7 +90,7 @@ def raw_body(event: dict[str, Any]) -> bytes:
 
 
 def parse_body(event: dict[str, Any], model: type[ModelT], max_bytes: int = REQUEST_MAX_BODY_BYTES) -> ModelT:
-    data = raw_body(event)
+    data = raw_body(event, max_bytes)
     if len(data) > max_bytes:
         raise errors.InvalidRequest(f"request body is larger than {max_bytes // 1024} KiB")
     if not data.strip():
