@@ -102,9 +102,9 @@ def create_stack(client: Callable[[str], Any], server_token: str | None = None) 
 
     `client(service)` returns a boto3 client pointed at the moto backend.
     """
-    from agent_knowledge_dev import moto_atomic
+    from agent_knowledge_dev import moto_threads
 
-    moto_atomic.install()  # for a moto backend in this process (tests, `serve`)
+    moto_threads.install()  # for a moto backend in this process (tests, `serve`)
     dynamodb = client("dynamodb")
     s3 = client("s3")
     secretsmanager = client("secretsmanager")

@@ -181,10 +181,10 @@ def test_a_malformed_message_goes_to_the_dead_letter_queue_while_others_proceed(
 
 def test_an_indexing_failure_is_retried_and_lands(stack, pipeline, monkeypatch):
     from agent_knowledge.errors import KnowledgeUnavailable
-    from agent_knowledge.ingest import batches
+    from agent_knowledge.ingest import index_update
 
     calls = []
-    original = batches.update_kb_index
+    original = index_update.update_kb_index
 
     def flaky(repositories, kb_id, doc_ids):
         calls.append(kb_id)
@@ -192,7 +192,8 @@ def test_an_indexing_failure_is_retried_and_lands(stack, pipeline, monkeypatch):
             raise KnowledgeUnavailable("index storage is temporarily unavailable")
         return original(repositories, kb_id, doc_ids)
 
-    monkeypatch.setattr(batches, "update_kb_index", flaky)
+    # The indexer imports it when it runs (the ingest function, which shares its module, must not).
+    monkeypatch.setattr(index_update, "update_kb_index", flaky)
     pipeline.put("kb/doc.md", "# Doc\n\nBadger text.")
     pipeline.run()
     assert len(calls) == 3
@@ -283,13 +284,13 @@ def test_index_lag_is_emitted_as_a_metric_with_only_the_service_dimension(stack,
 
 def test_index_lag_reports_the_oldest_change_still_pending(stack, pipeline, capsys, monkeypatch):
     from agent_knowledge.errors import KnowledgeUnavailable
-    from agent_knowledge.ingest import batches
+    from agent_knowledge.ingest import index_update
 
     def broken(*args):
         raise KnowledgeUnavailable("index storage is temporarily unavailable")
 
     monkeypatch.delenv("POWERTOOLS_METRICS_DISABLED", raising=False)
-    monkeypatch.setattr(batches, "update_kb_index", broken)
+    monkeypatch.setattr(index_update, "update_kb_index", broken)
     pipeline.put("kb/doc.md", "# Doc\n\nLag text.")
     pipeline.runner.step(pipeline.runner.mapping("IngestFunction"))
     since = record(stack, "doc.md").index_pending_since

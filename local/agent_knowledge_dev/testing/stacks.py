@@ -42,10 +42,8 @@ def in_process_stack(server_token: str | None = None) -> Iterator[InProcessStack
 
     from agent_knowledge.repositories import Repositories, aws
     from agent_knowledge.settings import get_settings
-    from agent_knowledge_dev import moto_threads
     from agent_knowledge_dev.stack import create_stack
 
-    moto_threads.install()
     with mock_aws():
         reset_caches()
         environment = create_stack(aws.client, server_token=server_token)
@@ -100,9 +98,6 @@ def moto_server_stack(seed: bool = True, pipeline: bool = True) -> Iterator[Moto
     moto_speedups.install()
     logging.getLogger("werkzeug").setLevel(logging.ERROR)
     moto = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
-    from agent_knowledge_dev import moto_threads
-
-    moto_threads.install()
     moto.start()
     host, port = moto.get_host_and_port()
     stack = MotoServerStack(moto, f"http://{host}:{port}", {}, 0)
