@@ -10,8 +10,10 @@ STAMP := $(VENV)/.installed
 # botocore, packaging and networkx: it gets a virtual environment of its own inside .venv.
 CHECKOV_VERSION := 3.3.30
 CHECKOV_VENV := $(VENV)/tools/checkov
+# Only `test` and `validate` need it; its stamp names the version, so changing it reinstalls.
+CHECKOV_STAMP := $(CHECKOV_VENV)/.installed-$(CHECKOV_VERSION)
 
-.PHONY: venv test lint typecheck serve bench build validate clean
+.PHONY: venv checkov test lint typecheck serve bench build validate clean
 
 venv: $(STAMP)
 
@@ -19,12 +21,17 @@ $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet -e '.[dev,bench]'
-	test -x $(CHECKOV_VENV)/bin/python || $(PYTHON) -m venv $(CHECKOV_VENV)
-	$(CHECKOV_VENV)/bin/python -m pip install --quiet 'checkov==$(CHECKOV_VERSION)'
 	touch $(STAMP)
 
+checkov: $(CHECKOV_STAMP)
+
+$(CHECKOV_STAMP): $(STAMP)
+	test -x $(CHECKOV_VENV)/bin/python || $(PYTHON) -m venv $(CHECKOV_VENV)
+	$(CHECKOV_VENV)/bin/python -m pip install --quiet 'checkov==$(CHECKOV_VERSION)'
+	touch $(CHECKOV_STAMP)
+
 ## Run every check CI runs: lint, type check, tests.
-test: venv lint typecheck
+test: venv checkov lint typecheck
 	$(BIN)/python -m pytest
 
 lint: venv
@@ -42,10 +49,9 @@ serve: venv
 bench: venv
 	$(BIN)/python -m bench
 
-## Validate the template (cfn-lint with informational rules, checkov) and build the deployable bundle
-## (needs a python3.12 on PATH).
-validate: venv
-	$(BIN)/cfn-lint --include-checks I -- template.yaml
+## Validate the template (cfn-lint with informational rules and checkov, both run by the scanners'
+## tests) and build the deployable bundle (needs a python3.12 on PATH).
+validate: venv checkov
 	$(BIN)/python -m pytest -q tests/reliability/test_template_scanners.py
 
 build: validate
