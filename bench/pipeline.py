@@ -93,11 +93,15 @@ class Calls:
 
 
 @contextlib.contextmanager
-def pipeline_stack(preload: list[Any] | None = None) -> Iterator[tuple[Any, Any, Any]]:
-    """(repositories, s3 client, runner) with the pollers running, as `serve` runs them; the KB
-    holds `preload`'s documents, stored and indexed before the pollers start."""
+def pipeline_stack(preload: list[Any] | None = None) -> Iterator[tuple[Any, Any, Any, Any]]:
+    """(repositories, s3 client, runner, observer) with the pollers running, as `serve` runs them;
+    the KB holds `preload`'s documents, stored and indexed before the pollers start. `observer`:
+    repositories on clients of their own, for the benchmark's status reads, which `Calls` (hooked
+    on the layer's clients) must not count."""
     import botocore.session
 
+    from agent_knowledge.repositories import Repositories
+    from agent_knowledge.settings import get_settings
     from agent_knowledge_dev import moto_speedups
     from agent_knowledge_dev.admin import create_knowledge_base
     from agent_knowledge_dev.event_sources import LOCAL_POLL_INTERVAL_SECONDS, EventSourceRunner
@@ -118,9 +122,12 @@ def pipeline_stack(preload: list[Any] | None = None) -> Iterator[tuple[Any, Any,
         pollers_sqs = session.create_client("sqs", region_name="us-east-1")
         s3 = session.create_client("s3", region_name="us-east-1")
         runner = EventSourceRunner(pollers_sqs, retry_visibility=5)
+        observer = Repositories.build(
+            get_settings(), session.create_client("dynamodb", region_name="us-east-1"), s3=lambda: s3
+        )
         runner.start(poll_interval=LOCAL_POLL_INTERVAL_SECONDS)
         try:
-            yield repositories, s3, runner
+            yield repositories, s3, runner, observer
         finally:
             runner.stop()
 
@@ -169,7 +176,7 @@ def _summary(samples: list[float]) -> dict[str, Any]:
 
 def freshness(size: int, samples: int) -> dict[str, Any]:
     loading = time.perf_counter()
-    with pipeline_stack(list(documents("en", size, DOCUMENT_CHARS, seed=71))) as (repositories, s3, runner):
+    with pipeline_stack(list(documents("en", size, DOCUMENT_CHARS, seed=71))) as (repositories, s3, _, _):
         bucket = os.environ["SOURCES_BUCKET"]
         load_seconds = time.perf_counter() - loading
         put, delete, cpu = [], [], []
@@ -195,7 +202,7 @@ def freshness(size: int, samples: int) -> dict[str, Any]:
 
 
 def bulk(count: int) -> dict[str, Any]:
-    with pipeline_stack() as (repositories, s3, runner):
+    with pipeline_stack() as (_, s3, runner, observer):
         bucket = os.environ["SOURCES_BUCKET"]
         docs = list(documents("en", count, DOCUMENT_CHARS, seed=72))
         calls = Calls()
@@ -205,16 +212,16 @@ def bulk(count: int) -> dict[str, Any]:
         _put_all(s3, bucket, docs)
         put_seconds = time.perf_counter() - started
         try:
-            _until(lambda: _drained(repositories, runner), BULK_DEADLINE_SECONDS, poll=0.5)
+            _until(lambda: _drained(observer, runner), BULK_DEADLINE_SECONDS, poll=0.5)
             complete = True
         except TimeoutError:
             complete = False
         wall, cpu = time.perf_counter() - started, time.process_time() - cpu_started
         from agent_knowledge.ingest.status import kb_status
 
-        status = kb_status(repositories, KB)
-        generation = repositories.knowledge_bases.get(KB).generation
         counts, write_units, read_items = dict(calls.counts), calls.write_units, calls.read_items
+        status = kb_status(observer, KB)
+        generation = observer.knowledge_bases.get(KB).generation
         invocations = {name: runner.invocations[name] - invocations_before.get(name, 0) for name in runner.invocations}
     return {
         "documents": count,
