@@ -84,7 +84,17 @@ def test_excerpt_of_a_window_equals_the_excerpt_of_the_whole_text(text, terms, b
     assert excerpt(text, tuple(terms), budget) == _reference_excerpt(text, tuple(terms), budget)
 
 
-def test_long_text_far_from_the_term_is_not_costed():
-    # 100,000 characters of a costly kind before the term: the excerpt is still the one around it.
-    text = "中" * 100_000 + " okapi " + "x" * 100_000
+def test_long_text_far_from_the_term_is_not_costed(monkeypatch):
+    # 100,000 costly characters either side of the term: only the stretch within the budget of
+    # the term is costed character by character, and the excerpt is the one around it.
+    costed = []
+    original = wire.char_cost
+
+    def counting(char: str) -> int:
+        costed.append(char)
+        return original(char)
+
+    monkeypatch.setattr(wire, "char_cost", counting)
+    text = "中" * 100_000 + " okapi " + "中" * 100_000
     assert excerpt(text, ("okapi",), 40).count("okapi") == 1
+    assert 0 < len(costed) <= 2 * 40 + len("okapi")
