@@ -2,7 +2,8 @@
 
 1. Bulk ingest into the local stack, exactly as a user runs it: the CLI helper's benchmark
    (`bench/ingest_local.py`) writes its corpus, starts `agent-knowledge serve`, and times
-   `agent-knowledge doc put KB --dir DIR` (threads, one rebuild at the end) → documents/s.
+   `agent-knowledge doc put KB --dir DIR --wait` (upload, then the stack's pipeline until every
+   document is searchable) → documents/s.
 2. Full rebuild per generation (`rebuild_kb_index`: list ready documents, read and verify the
    bodies, tokenize, build the tantivy index, upload its files and manifest, publish) — the
    first generation from every body, and later generations with nothing changed, which reuse

@@ -161,8 +161,9 @@ class Server:
             raise RuntimeError(created.stderr)
 
     def put_folder(self, kb_id: str, folder: Path, workers: int) -> tuple[float, subprocess.CompletedProcess[str]]:
-        """`agent-knowledge doc put KB --dir FOLDER`, as a user runs it: (wall seconds, the run)."""
-        return self.cli("doc", "put", kb_id, "--dir", str(folder), "--workers", str(workers), "--no-progress")
+        """`agent-knowledge doc put KB --dir FOLDER --wait`, as a user runs it: uploaded to the sources
+        bucket, then waited for until every document is searchable (wall seconds, the run)."""
+        return self.cli("doc", "put", kb_id, "--dir", str(folder), "--workers", str(workers), "--no-progress", "--wait")
 
 
 def main() -> None:

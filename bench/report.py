@@ -208,7 +208,8 @@ def _ingest(doc: dict[str, Any]) -> list[str]:
         lines.append(f"- Bulk ingest of {bulk['documents']} documents into the local stack failed: {bulk['error']}")
     else:
         lines.append(
-            f"- Bulk ingest into `agent-knowledge serve` (`doc put --dir`, {bulk['workers']} workers, one rebuild): "
+            f"- Bulk ingest into `agent-knowledge serve` (`doc put --dir --wait`, {bulk['workers']} upload "
+            "workers, until searchable): "
             f"{bulk['documents']} documents ({bulk['bytes'] / 1e6:.1f} MB) in {bulk['wall_seconds']} s = "
             f"**{bulk['documents_per_second']} documents/s**."
         )
