@@ -117,7 +117,9 @@ def bulk_ingest_local(document_count: int, megabytes: float, workers: int = 4) -
             if put.returncode:
                 # On an overloaded machine the local stack can time out (the CLI then reports
                 # "storage temporarily unavailable"); that is a result to show, not a crash.
-                return {"documents": document_count, "workers": workers, "error": put.stderr.strip()[-300:]}
+                # `--wait` exits 1 when a document failed or the wait timed out; its JSON says which.
+                said = put.stderr.strip() or put.stdout.strip()
+                return {"documents": document_count, "workers": workers, "error": said[-300:]}
             summary = json.loads(put.stdout)
         finally:
             with contextlib.suppress(subprocess.TimeoutExpired):  # busy past its grace: stop() killed it

@@ -163,7 +163,19 @@ class Server:
     def put_folder(self, kb_id: str, folder: Path, workers: int) -> tuple[float, subprocess.CompletedProcess[str]]:
         """`agent-knowledge doc put KB --dir FOLDER --wait`, as a user runs it: uploaded to the sources
         bucket, then waited for until every document is searchable (wall seconds, the run)."""
-        return self.cli("doc", "put", kb_id, "--dir", str(folder), "--workers", str(workers), "--no-progress", "--wait")
+        return self.cli(
+            "doc",
+            "put",
+            kb_id,
+            "--dir",
+            str(folder),
+            "--workers",
+            str(workers),
+            "--no-progress",
+            "--wait",
+            "--timeout",
+            "3600",
+        )
 
 
 def main() -> None:

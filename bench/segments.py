@@ -1,4 +1,4 @@
-"""Figure 7 — the segment layout (issue 14): update cost, reader sync, cold load, query latency.
+"""Figure 8 — the segment layout (issue 14): update cost, reader sync, cold load, query latency.
 
 `python -m bench.segments [--sizes 10000 100000 1000000]` (the 1M size takes long on a shared
 2-core machine; `make bench` runs 10k and 100k, `--sizes ... 1000000` adds it).
