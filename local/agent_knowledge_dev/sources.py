@@ -14,6 +14,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from agent_knowledge.ingest.source_files import title_from_metadata, title_metadata
+from agent_knowledge.repositories.errors import is_missing_object, storage_errors
+
+# Every failure of the bucket is `KnowledgeUnavailable("source storage")`: counted as that file's
+# failure by a folder upload, never an exception that loses the whole run's summary.
+STORE = "source storage"
 
 
 @dataclass(frozen=True)
@@ -47,7 +52,9 @@ class SourcesBucket:
 
     def _list(self, prefix: str) -> Iterator[SourceObject]:
         paginator = self._s3.get_paginator("list_objects_v2")
-        for page in paginator.paginate(Bucket=self.bucket, Prefix=prefix):
+        with storage_errors(STORE):
+            pages = list(paginator.paginate(Bucket=self.bucket, Prefix=prefix))
+        for page in pages:
             for item in page.get("Contents", []):
                 source_key = item["Key"][len(prefix) :]
                 if source_key:
@@ -55,22 +62,23 @@ class SourcesBucket:
 
     def head(self, kb_id: str, source_key: str) -> SourceObject | None:
         try:
-            response = self._s3.head_object(Bucket=self.bucket, Key=self.key(kb_id, source_key))
-        except self._s3.exceptions.ClientError as exc:
-            if exc.response.get("Error", {}).get("Code") in {"404", "NoSuchKey", "NotFound"}:
-                return None
-            raise
+            with storage_errors(STORE, passthrough=is_missing_object):
+                response = self._s3.head_object(Bucket=self.bucket, Key=self.key(kb_id, source_key))
+        except self._s3.exceptions.ClientError:  # only a missing object passes through
+            return None
         return SourceObject(source_key, response["ETag"].strip('"'), title_from_metadata(response.get("Metadata", {})))
 
     def put(self, kb_id: str, source_key: str, content: bytes, media_type: str, title: str | None = None) -> str:
-        response = self._s3.put_object(
-            Bucket=self.bucket,
-            Key=self.key(kb_id, source_key),
-            Body=content,
-            ContentType=media_type,
-            Metadata=title_metadata(title) if title else {},
-        )
+        with storage_errors(STORE):
+            response = self._s3.put_object(
+                Bucket=self.bucket,
+                Key=self.key(kb_id, source_key),
+                Body=content,
+                ContentType=media_type,
+                Metadata=title_metadata(title) if title else {},
+            )
         return str(response["ETag"]).strip('"')
 
     def delete(self, kb_id: str, source_key: str) -> None:
-        self._s3.delete_object(Bucket=self.bucket, Key=self.key(kb_id, source_key))
+        with storage_errors(STORE):
+            self._s3.delete_object(Bucket=self.bucket, Key=self.key(kb_id, source_key))
