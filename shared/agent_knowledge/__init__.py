@@ -18,7 +18,8 @@ Root modules: `limits` (every protocol number), `errors` (the domain error ladde
 
 Subpackages re-export their public names. `knowledge` and `turns` do it lazily (`lazy_exports`),
 so importing one name never loads another function's dependencies (tantivy) at cold start, and so
-does `runtime` (see its docstring); `identity` and `references` import their few small modules.
+does `runtime` (see its docstring); `identity` and `references` import their modules eagerly
+(`references.server_token` brings in the repositories and botocore, which every function loads).
 """
 
 from __future__ import annotations

@@ -26,8 +26,8 @@ class Settings(BaseModel):
     # How long a run stays usable after it is created (DynamoDB TTL removes it later).
     run_ttl_seconds: int = Field(default=86_400, ge=60)
     # The ingestion pipeline (docs/DESIGN.md §10): the bucket operators upload documents to, and the
-    # FIFO queue the ingest function hands changes to the indexer on. Only the ingest function
-    # needs them; it refuses to start without (`require_pipeline`).
+    # FIFO queue the ingest function hands changes to the indexer on. The pipeline functions refuse
+    # to start without them (`require_pipeline`); the query functions never read them.
     sources_bucket: str = ""
     index_queue_url: str = ""
 

@@ -1,7 +1,7 @@
 """A verified window of a document's current body: what read pages and inline turns serve.
 
-The bytes come from exactly the object the document record describes (immutable key per
-revision, `IfMatch` on the ETag recorded at ingest), must be as long as asked and carry the
+The bytes come from exactly the object the document record describes (a key per write,
+never overwritten; `IfMatch` on the ETag recorded at ingest), must be as long as asked and carry the
 SHA-256 the record holds (docs/DESIGN.md §5, §9). Anything else is not served.
 """
 

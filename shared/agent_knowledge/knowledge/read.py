@@ -6,7 +6,7 @@ identity and run (400) → scope revision (409 scope changed) → document recor
 (409 knowledge changed). Storage failures anywhere are 503.
 
 Round trips (issue 16): the reference is opened first, so the document record joins the identity's
-first batch; the ranged body GET (immutable key per revision, `IfMatch` on the ETag recorded at
+first batch; the ranged body GET (a key per write, never overwritten; `IfMatch` on the ETag recorded at
 ingest, SHA-256 as bound) starts beside the second batch and is used only once every check passed.
 """
 

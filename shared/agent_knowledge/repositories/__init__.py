@@ -1,4 +1,4 @@
-"""Small repositories over botocore: the only code that talks to DynamoDB, S3 and Secrets Manager."""
+"""Small repositories over botocore: the only code that talks to DynamoDB, S3, SQS and Secrets Manager."""
 
 from agent_knowledge.repositories.bodies import BodyMissing, BodyReplaced, BodyStore
 from agent_knowledge.repositories.bundle import Repositories, default_repositories, reset_repositories
