@@ -1,12 +1,15 @@
 """One cold start, in a fresh process: `python -m bench.cold_child SPEC_JSON`.
 
-SPEC: {"mode": "ours" | "floor", "handler": name, "event": {...} (ours), "record": bool (ours:
-record the AWS calls the request makes), "services": [...], "calls": [...], "config": {...} (floor)}.
-Both run against the moto server named by AWS_ENDPOINT_URL.
+SPEC: {"mode": "ours" | "floor" | "libraries", "handler": name, "event": {...} (ours), "record":
+bool (ours: record the AWS calls the request makes), "services": [...], "calls": [...], "config":
+{...} (floor, libraries)}. All run against the moto server named by AWS_ENDPOINT_URL.
 
 Ours: import functions/<handler>/app.py and handle its first request. Floor: import botocore only,
 create the same clients with the same Config the layer creates (repositories/aws.py), and make the
 calls the product made for that request (recorded by a first run of ours), one after another.
+Libraries: the floor after the least any handler on our libraries does — one pydantic model
+validated, Powertools' Logger and Metrics created, its HTTP API resolver imported — a reference
+for how much of a cold start those libraries alone take, not a floor for ours.
 
 Prints one line `BENCH_RESULT {json}`: `cold_seconds` / `cold_cpu_seconds` run from just before the
 first import of the measured side to the end of its request.
@@ -126,11 +129,31 @@ def _floor(services: list[str], calls: list[Any], config: dict[str, Any]) -> dic
     return {"imported_at": None, "status": None, "services": services, "calls_made": len(calls), "errors": errors}
 
 
+def _libraries(services: list[str], calls: list[Any], config: dict[str, Any]) -> dict[str, Any]:
+    from pydantic import BaseModel
+
+    class Probe(BaseModel):
+        name: str
+        size: int
+
+    Probe.model_validate({"name": "probe", "size": 1})
+    from aws_lambda_powertools import Logger, Metrics
+
+    Logger()
+    Metrics()
+    # Powertools' HTTP API resolver, without its other resolvers, as the handlers import it.
+    import agent_knowledge.runtime.resolver  # noqa: F401
+
+    return _floor(services, calls, config)
+
+
 def main() -> None:
     spec = json.loads(sys.argv[1])
     ready, ready_cpu = time.perf_counter(), time.process_time()
     if spec["mode"] == "ours":
         outcome = _ours(spec["handler"], spec["event"], spec.get("record", False))
+    elif spec["mode"] == "libraries":
+        outcome = _libraries(spec["services"], spec["calls"], spec["config"])
     else:
         outcome = _floor(spec["services"], spec["calls"], spec["config"])
     done, done_cpu = time.perf_counter(), time.process_time()

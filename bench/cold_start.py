@@ -1,17 +1,22 @@
 """Figure 1 — cold start per handler against its floor, each in a fresh process.
 
-Both sides run in fresh processes against the same moto server, started once, separately, with the
-seeded stack restored into it (AWS_ENDPOINT_URL), as a Lambda container talks to AWS:
+Every side runs in fresh processes against the same moto server, started once, separately, with the
+seeded stack restored into it (AWS_ENDPOINT_URL), as a Lambda container talks to AWS, and imports
+from the layer as `sam build` deploys it (`bench.layer_image`: compiled to bytecode, first on
+sys.path as /opt/python is; bytecode is never written at run time, as on Lambda):
 
 - ours: import `functions/<name>/app.py` and handle its first request;
 - floor: import botocore only, create the same clients with the same Config as
   `agent_knowledge.repositories.aws`, and make exactly the AWS calls our first request made
-  (recorded with a botocore hook in a trial run of ours, replayed with the same parameters).
+  (recorded with a botocore hook in a trial run of ours, replayed with the same parameters);
+- libraries (a reference, not the target): the floor after one pydantic model, Powertools' Logger
+  and Metrics and its HTTP API resolver — what the libraries every handler is built on cost alone;
+- ours without bytecode: ours on the layer as SAM's python builder shipped it (no `.pyc`).
 
-Runs of ours and of the floor alternate, so both see the same machine noise; each figure is the
-median of the runs, by the child's CPU time (time.process_time: steadier on a shared machine, it
-leaves out waiting for a core) and by wall clock, and the ratio ours / floor of those medians.
-moto's work is in the server process, so neither side's CPU counts it.
+The sides alternate, so all see the same machine noise; each figure is the median of the runs, by
+the child's CPU time (time.process_time: steadier on a shared machine, it leaves out waiting for a
+core) and by wall clock, and the ratio to the floor of those medians. moto's work is in the server
+process, so no side's CPU counts it.
 """
 
 from __future__ import annotations
@@ -32,7 +37,7 @@ from pathlib import Path
 from typing import Any
 
 from agent_knowledge_dev.testing import free_port
-from bench import handlers, stack_dump
+from bench import handlers, layer_image, stack_dump
 from bench.child import run_child
 from bench.corpus import documents, known_item_queries
 from bench.environment import BASE_ENVIRONMENT, local_stack, quiet
@@ -43,8 +48,9 @@ ROOT = Path(__file__).resolve().parents[1]
 TARGET_RATIO = 1.5
 
 
-def _run_child(spec: dict[str, Any], server_env: dict[str, str]) -> dict[str, Any]:
+def _run_child(spec: dict[str, Any], server_env: dict[str, str], layer: Path) -> dict[str, Any]:
     environment = {**os.environ, **BASE_ENVIRONMENT, **server_env}
+    environment.update(PYTHONPATH=str(layer), PYTHONDONTWRITEBYTECODE="1")
     return run_child("bench.cold_child", [json.dumps(spec)], environment, timeout=120)
 
 
@@ -150,42 +156,51 @@ def _median_ms(runs: list[dict[str, Any]], key: str) -> float:
     return round(statistics.median(run[key] for run in runs) * 1000, 1)
 
 
-def _measure(names: list[str], runs: int, query: str, server_env: dict[str, str]) -> dict[str, Any]:
+def _measure(
+    names: list[str], runs: int, query: str, server_env: dict[str, str], layers: dict[str, Path]
+) -> dict[str, Any]:
     figures: dict[str, Any] = {}
     config = _client_config()
+    built, unbuilt = layers["bytecode"], layers["source"]
     for name in names:
         event, unique = _request_event(name, query)
-        trial = _run_child({"mode": "ours", "handler": name, "event": event, "record": True}, server_env)
+        trial = _run_child({"mode": "ours", "handler": name, "event": event, "record": True}, server_env, built)
         if trial["status"] != 200:
             raise RuntimeError(f"{name} answered {trial['status']} on its first request: {trial.get('body')}")
         services, calls = trial["services"], trial["calls"]
-        ours: list[dict[str, Any]] = []
-        floor: list[dict[str, Any]] = []
+        sides: dict[str, list[dict[str, Any]]] = {"ours": [], "floor": [], "libraries": [], "source": []}
         for _ in range(runs):
-            event, unique = _request_event(name, query)
-            ours.append(_run_child({"mode": "ours", "handler": name, "event": event}, server_env))
-            floor_spec = {"mode": "floor", "services": services, "calls": _floor_calls(calls, unique), "config": config}
-            floor.append(_run_child(floor_spec, server_env))
-        failed = [run for run in ours if run["status"] != 200]
+            for side, layer in (("ours", built), ("source", unbuilt)):
+                event, _ = _request_event(name, query)
+                sides[side].append(_run_child({"mode": "ours", "handler": name, "event": event}, server_env, layer))
+            for side in ("floor", "libraries"):
+                replay = {"mode": side, "services": services, "calls": _floor_calls(calls, unique), "config": config}
+                sides[side].append(_run_child(replay, server_env, built))
+        failed = [run for side in ("ours", "source") for run in sides[side] if run["status"] != 200]
         if failed:
             raise RuntimeError(f"{name} failed a cold start: {failed[0]}")
-        ours_cpu, floor_cpu = _median_ms(ours, "cold_cpu_seconds"), _median_ms(floor, "cold_cpu_seconds")
-        ours_wall, floor_wall = _median_ms(ours, "cold_seconds"), _median_ms(floor, "cold_seconds")
+        cpu = {side: _median_ms(outcomes, "cold_cpu_seconds") for side, outcomes in sides.items()}
+        wall = {side: _median_ms(outcomes, "cold_seconds") for side, outcomes in sides.items()}
+        ours = sides["ours"]
         figures[name] = {
             "services": services,
             "aws_calls": [f"{service}:{operation}" for service, operation, _ in calls],
-            "floor_errors": max(run["errors"] for run in floor),
+            "floor_errors": max(run["errors"] for run in sides["floor"] + sides["libraries"]),
             "runs": runs,
-            "ours_cpu_p50_ms": ours_cpu,
-            "floor_cpu_p50_ms": floor_cpu,
-            "cpu_ratio": ratio(ours_cpu, floor_cpu),
-            "ours_p50_ms": ours_wall,
-            "floor_p50_ms": floor_wall,
-            "ratio": ratio(ours_wall, floor_wall),
+            "ours_cpu_p50_ms": cpu["ours"],
+            "floor_cpu_p50_ms": cpu["floor"],
+            "cpu_ratio": ratio(cpu["ours"], cpu["floor"]),
+            "ours_p50_ms": wall["ours"],
+            "floor_p50_ms": wall["floor"],
+            "ratio": ratio(wall["ours"], wall["floor"]),
+            "libraries_cpu_p50_ms": cpu["libraries"],
+            "libraries_cpu_ratio": ratio(cpu["libraries"], cpu["floor"]),
+            "without_bytecode_cpu_p50_ms": cpu["source"],
+            "without_bytecode_cpu_ratio": ratio(cpu["source"], cpu["floor"]),
             "ours_import_p50_ms": _median_ms(ours, "import_seconds"),
             "ours_first_request_p50_ms": _median_ms(ours, "first_request_seconds"),
             "ours_cpu_ms": [round(run["cold_cpu_seconds"] * 1000, 1) for run in ours],
-            "floor_cpu_ms": [round(run["cold_cpu_seconds"] * 1000, 1) for run in floor],
+            "floor_cpu_ms": [round(run["cold_cpu_seconds"] * 1000, 1) for run in sides["floor"]],
         }
     return figures
 
@@ -218,10 +233,14 @@ def run(profile: str = "full") -> dict[str, Any]:
         dump_path = Path(scratch) / "stack.pickle"
         environment = {name: os.environ[name] for name in environment_variables() if name in os.environ}
         stack_dump.save(stack_dump.dump(aws.client, environment), dump_path)
+        layers = {
+            "bytecode": layer_image.build(Path(scratch) / "layer", bytecode=True),
+            "source": layer_image.build(Path(scratch) / "layer-source", bytecode=False),
+        }
         with _moto_server(dump_path) as url:
             server_env = {**_restored_environment(dump_path, url), "AWS_ENDPOINT_URL": url}
             result["load_average_before"] = _load_average()
-            result["moto_server"] = _measure(names, runs, query, server_env)
+            result["moto_server"] = _measure(names, runs, query, server_env, layers)
             result["load_average_after"] = _load_average()
     result["met"] = all(figure["cpu_ratio"] <= TARGET_RATIO for figure in result["moto_server"].values())
     return result

@@ -37,6 +37,8 @@ def test_cold_start_measures_a_handler_and_its_floor(results):
     assert point["aws_calls"] == ["dynamodb:BatchGetItem", "dynamodb:BatchGetItem"] and point["floor_errors"] == 0
     assert point["ours_cpu_p50_ms"] > 0 and point["floor_cpu_p50_ms"] > 0 and point["cpu_ratio"] > 0
     assert point["ours_p50_ms"] > 0 and point["floor_p50_ms"] > 0 and point["ratio"] > 0
+    # The reference sides ran too: the libraries alone, and ours on a layer without bytecode.
+    assert point["libraries_cpu_p50_ms"] > 0 and point["without_bytecode_cpu_p50_ms"] > 0
 
 
 def test_own_cpu_answers_every_call_from_the_recording(results):
