@@ -26,6 +26,29 @@ def test_the_http_surface_does_not_import_appsync_or_asyncio():
     assert _run(code) == "[]"
 
 
+def test_the_http_surface_imports_only_the_event_classes_the_resolver_uses():
+    code = (
+        "import sys; import agent_knowledge.runtime.http; "
+        "prefix = 'aws_lambda_powertools.utilities.data_classes.'; "
+        "print(sorted(m[len(prefix):] for m in sys.modules if m.startswith(prefix)))"
+    )
+    loaded = _run(code)
+    assert "api_gateway_proxy_event" in loaded
+    for other in ("s3_event", "sqs_event", "kinesis_firehose_event", "connect_contact_flow_event", "ses_event"):
+        assert other not in loaded
+
+
+def test_the_data_classes_package_stays_complete_for_other_importers():
+    code = (
+        "import agent_knowledge.runtime.http\n"
+        "from aws_lambda_powertools.utilities.data_classes import APIGatewayProxyEventV2, S3Event, event_source\n"
+        "from aws_lambda_powertools.utilities import data_classes\n"
+        "assert data_classes.APIGatewayProxyEventV2 is APIGatewayProxyEventV2 and data_classes.SQSEvent\n"
+        "print(S3Event.__module__, callable(event_source))"
+    )
+    assert _run(code) == "aws_lambda_powertools.utilities.data_classes.s3_event True"
+
+
 def test_the_event_handler_package_stays_complete_for_other_importers():
     code = (
         "import agent_knowledge.runtime.http\n"
