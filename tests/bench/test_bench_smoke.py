@@ -48,6 +48,7 @@ def test_own_cpu_answers_every_call_from_the_recording(results):
     assert result["read"]["operations"] == ["dynamodb.BatchGetItem", "s3.GetObject"]
     for name in own_cpu.HANDLERS:
         assert result[name]["aws_calls_per_request"] == 3 and result[name]["cpu"]["p50_ms"] > 0
+        assert result[name]["floor_cpu"]["p50_ms"] > 0  # the same calls, botocore only
 
 
 def test_warm_records_the_aws_calls_each_handler_makes(results):
