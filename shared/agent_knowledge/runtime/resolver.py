@@ -22,6 +22,7 @@ from __future__ import annotations
 import ast
 import importlib.util
 import sys
+import threading
 from types import ModuleType
 from typing import Any
 
@@ -49,10 +50,19 @@ def _register_lazily(package_name: str) -> None:
     with open(spec.origin, encoding="utf-8") as init_file:
         defined_in = _reexports(init_file.read())
     loading = False
+    # One completion at a time: a thread asking while another runs the real `__init__` waits for it
+    # (the local server loads functions from its request threads).
+    lock = threading.RLock()
 
     def complete(name: str) -> Any:
         # PEP 562: called only for names the package does not have yet.
+        with lock:
+            return _complete(name)
+
+    def _complete(name: str) -> Any:
         nonlocal loading
+        if name in package.__dict__:  # completed by another thread meanwhile
+            return package.__dict__[name]
         if loading or name.startswith("__"):
             raise AttributeError(f"module {package_name!r} has no attribute {name!r}")
         if name in defined_in:  # re-exported: wins over a submodule of the same name, as in `__init__`
