@@ -73,3 +73,59 @@ def test_functions_that_open_no_index_do_not_import_tantivy():
             "print(sorted(m for m in ('tantivy', 'agent_knowledge.retrieval.search') if m in sys.modules))"
         )
         assert _run(code) == "[]", name
+
+
+def test_a_reexported_name_wins_over_its_submodule_imported_first():
+    # `event_source` is both a submodule and the decorator `__init__` re-exports from it.
+    code = (
+        "import agent_knowledge.runtime.http\n"
+        "import aws_lambda_powertools.utilities.data_classes.event_source\n"
+        "from aws_lambda_powertools.utilities.data_classes import event_source\n"
+        "print(callable(event_source), type(event_source).__name__)"
+    )
+    assert _run(code) == "True function"
+
+
+def test_a_star_import_and_all_see_the_whole_package():
+    full = _run("from aws_lambda_powertools.utilities.data_classes import *; print(sorted(dir()))")
+    lazy = _run(
+        "import agent_knowledge.runtime.http\n"
+        "from aws_lambda_powertools.utilities.data_classes import *\n"
+        "print(sorted(name for name in dir() if name != 'agent_knowledge'))"
+    )
+    assert lazy == full
+
+
+def test_powertools_own_absolute_imports_of_a_reexported_name_stay_lazy():
+    code = (
+        "import sys; import agent_knowledge.runtime.http\n"
+        "from aws_lambda_powertools.event_handler import Response\n"
+        "from agent_knowledge.runtime.resolver import Response as Ours\n"
+        "print(Response is Ours, 'asyncio' in sys.modules)"
+    )
+    assert _run(code) == "True False"
+
+
+def test_names_resolve_from_several_threads_at_once():
+    code = (
+        "import threading, agent_knowledge.runtime.http\n"
+        "from aws_lambda_powertools.utilities import data_classes\n"
+        "names = ['S3Event', 'SQSEvent', 'event_source', 'KafkaEvent', 'SESEvent', 'DynamoDBStreamEvent'] * 3\n"
+        "found = []\n"
+        "threads = [threading.Thread(target=lambda n=n: found.append(getattr(data_classes, n))) for n in names]\n"
+        "[t.start() for t in threads]; [t.join(timeout=60) for t in threads]\n"
+        "print(len(found), sum(t.is_alive() for t in threads))"
+    )
+    assert _run(code) == "18 0"
+
+
+def test_reexports_reads_relative_absolute_and_aliased_imports():
+    from agent_knowledge.runtime.resolver import reexports
+
+    source = (
+        "from .alb_event import ALBEvent\n"
+        "from pkg.sub.vpc import Lattice as VPCLattice\n"
+        "from other.module import Outside\n"
+        "import json\n"
+    )
+    assert reexports("pkg.sub", source) == {"ALBEvent": ("alb_event", "ALBEvent"), "VPCLattice": ("vpc", "Lattice")}
