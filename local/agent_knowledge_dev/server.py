@@ -157,11 +157,16 @@ class ApiServer(ThreadingHTTPServer):
         return f"http://{host}:{port}"
 
 
-def _stop_on_sigterm() -> None:
+def _stop_on_signals() -> None:
+    """Ctrl-C (SIGINT) and SIGTERM stop the server. SIGINT explicitly too: a shell starts a
+    background job (`agent-knowledge serve &` in a script, a CI step) with SIGINT ignored, and
+    Python then installs no KeyboardInterrupt handler of its own."""
+
     def raise_interrupt(signum: int, frame: FrameType | None) -> None:
         raise KeyboardInterrupt
 
     signal.signal(signal.SIGTERM, raise_interrupt)
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 def _bind(host: str, port: int, gateway: Gateway, quiet: bool) -> ApiServer:
@@ -219,7 +224,7 @@ def serve(host: str, port: int, quiet: bool = False) -> int:
         try:
             with moto_server_stack() as stack:
                 lock.publish(ServerInfo(os.getpid(), api.base_url, stack.endpoint, stack.environment, time.time()))
-                _stop_on_sigterm()
+                _stop_on_signals()
                 print(
                     _banner(api.base_url, time.perf_counter() - started, stack.documents, stack.endpoint),
                     flush=True,

@@ -237,6 +237,23 @@ def test_start_server_helper_is_reusable(tmp_path):
     assert not (tmp_path / "state" / "serve.json").exists()
 
 
+def test_ctrl_c_stops_a_server_started_as_a_background_job(tmp_path):
+    """A shell starts background jobs with SIGINT ignored, and the child inherits that; serve
+    still stops on Ctrl-C (SIGINT) rather than running until it is killed."""
+    import signal
+
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        api = start_server(tmp_path / "state", tmp_path / "serve.out")
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    try:
+        assert api.capabilities().status == 200
+    finally:
+        assert api.stop() == 0
+    assert "stopping" in api.output_text()
+
+
 def test_an_oversized_body_is_refused_unread_with_413(local_api: ServedApi):
     import socket
 
