@@ -158,6 +158,12 @@ def main() -> None:
         outcome = _floor(spec["services"], spec["calls"], spec["config"])
     done, done_cpu = time.perf_counter(), time.process_time()
     imported = outcome.pop("imported_at")
+    # Where the measured code came from, so the parent can check it was the layer under test.
+    outcome["loaded_from"] = {
+        name: getattr(sys.modules.get(name), "__file__", None)
+        for name in ("botocore", "pydantic", "aws_lambda_powertools", "agent_knowledge")
+        if name in sys.modules
+    }
     result = {
         **outcome,
         "setup_seconds": ready - STARTED,

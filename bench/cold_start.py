@@ -50,8 +50,13 @@ TARGET_RATIO = 1.5
 
 def _run_child(spec: dict[str, Any], server_env: dict[str, str], layer: Path) -> dict[str, Any]:
     environment = {**os.environ, **BASE_ENVIRONMENT, **server_env}
+    environment.pop("PYTHONPYCACHEPREFIX", None)  # would move bytecode lookups out of the layer
     environment.update(PYTHONPATH=str(layer), PYTHONDONTWRITEBYTECODE="1")
-    return run_child("bench.cold_child", [json.dumps(spec)], environment, timeout=120)
+    outcome = run_child("bench.cold_child", [json.dumps(spec)], environment, timeout=120)
+    elsewhere = {name: path for name, path in outcome["loaded_from"].items() if not str(path).startswith(str(layer))}
+    if elsewhere:
+        raise RuntimeError(f"a cold-start child imported from outside the layer under test {layer}: {elsewhere}")
+    return outcome
 
 
 @contextmanager

@@ -37,13 +37,15 @@ def _top_requirements() -> list[Requirement]:
 def distributions() -> list[importlib.metadata.Distribution]:
     """Every installed distribution the layer's requirements pull in, extras and markers applied."""
     seen: dict[str, importlib.metadata.Distribution] = {}
+    visited: set[tuple[str, frozenset[str]]] = set()  # a distribution reached again with other extras is expanded again
     pending = [(requirement, frozenset(requirement.extras)) for requirement in _top_requirements()]
     while pending:
         requirement, extras = pending.pop()
         key = re.sub(r"[-_.]+", "-", requirement.name).lower()
-        if key in seen:
+        if (key, extras) in visited:
             continue
-        dist = importlib.metadata.distribution(requirement.name)
+        visited.add((key, extras))
+        dist = seen.get(key) or importlib.metadata.distribution(requirement.name)
         seen[key] = dist
         for line in dist.requires or []:
             dependency = Requirement(line)
@@ -58,15 +60,18 @@ def build(target: Path, bytecode: bool) -> Path:
     python = target / "python"
     python.mkdir(parents=True)
     for dist in distributions():
-        for file in dist.files or []:
+        if dist.files is None:
+            raise RuntimeError(f"{dist.metadata['Name']} lists no installed files (no RECORD): cannot copy it")
+        for file in dist.files:
             parts = Path(file).parts
             if parts[0] == ".." or "__pycache__" in parts or file.suffix == ".pyc":
                 continue  # console scripts outside site-packages; bytecode
             source = Path(dist.locate_file(file))
-            if source.is_file():
-                destination = python / file
-                destination.parent.mkdir(parents=True, exist_ok=True)
-                shutil.copyfile(source, destination)
+            if not source.is_file():
+                raise RuntimeError(f"{dist.metadata['Name']}: {file} is listed in its RECORD but missing")
+            destination = python / file
+            destination.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(source, destination)
     shutil.copytree(
         ROOT / "shared" / "agent_knowledge", python / "agent_knowledge", ignore=shutil.ignore_patterns("__pycache__")
     )

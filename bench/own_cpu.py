@@ -159,9 +159,12 @@ def _measure(
                 # Every call answered from the recording: none reached moto.
                 assert canned.answered - answered == sum(map(len, recorded.values())), "a call reached moto"
                 canned.replay(recorded)
+                answered = canned.answered
                 started_cpu = time.process_time()
                 _replay_calls(calls)
                 floor_cpu.append(time.process_time() - started_cpu)
+                # The floor made exactly the calls the recording answers: no more, no fewer.
+                assert canned.answered - answered == sum(map(len, recorded.values())), "the floor's calls differ"
     finally:
         canned.replay(None)
     calls_made = [sum(len(responses) for responses in recorded.values()) for recorded, _ in recordings]

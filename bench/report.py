@@ -73,8 +73,8 @@ def _cold(doc: dict[str, Any]) -> list[str]:
             [name, len(point["aws_calls"]), point["ours_cpu_p50_ms"], point["floor_cpu_p50_ms"], point["cpu_ratio"]]
             + [f"≤ {target}: {_met(point['cpu_ratio'] <= target)}"]
             + [point["ours_p50_ms"], point["floor_p50_ms"], point["ratio"]]
-            + [f"{point['libraries_cpu_p50_ms']} ({point['libraries_cpu_ratio']})"]
-            + [f"{point['without_bytecode_cpu_p50_ms']} ({point['without_bytecode_cpu_ratio']})"]
+            + [f"{point.get('libraries_cpu_p50_ms', '—')} ({point.get('libraries_cpu_ratio', '—')})"]
+            + [f"{point.get('without_bytecode_cpu_p50_ms', '—')} ({point.get('without_bytecode_cpu_ratio', '—')})"]
             for name, point in figure["moto_server"].items()
         ],
     )
@@ -86,9 +86,12 @@ def _own_cpu(doc: dict[str, Any]) -> list[str]:
     for name in ("search", "read"):
         point = figure[name]
         cpu = f"{point['cpu']['p50_ms']} / {point['cpu']['p95_ms']}"
-        floor = f"{point['floor_cpu']['p50_ms']} / {point['floor_cpu']['p95_ms']}"
+        floor_cpu = point.get("floor_cpu", {})
+        floor = f"{floor_cpu.get('p50_ms', '—')} / {floor_cpu.get('p95_ms', '—')}"
         target = f"≤ {point['target_cpu_ms']} ms: {_met(point['met'])}"
-        rows.append([name, point["aws_calls_per_request"], cpu, floor, point["above_floor_cpu_p50_ms"], target])
+        rows.append(
+            [name, point["aws_calls_per_request"], cpu, floor, point.get("above_floor_cpu_p50_ms", "—"), target]
+        )
     return table(
         f"**1b. Warm own CPU** ({doc['commit']}; {figure['documents']}-document KB; canned AWS responses "
         "answered before sending, so moto is not counted; time.process_time per request, ms; floor = the "

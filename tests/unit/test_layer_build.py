@@ -6,7 +6,6 @@ imports on every cold start; the cold-start benchmark measures the layer compile
 
 from __future__ import annotations
 
-import re
 import shlex
 import subprocess
 import sys
@@ -22,15 +21,28 @@ MAKEFILE = ROOT / "shared" / "Makefile"
 TARGET = "build-AgentKnowledgeLayer"
 
 
-def recipe() -> list[str]:
-    lines = MAKEFILE.read_text(encoding="utf-8").splitlines()
-    start = lines.index(f"{TARGET}:")
-    body: list[str] = []
-    for line in lines[start + 1 :]:
-        if not line.startswith("\t"):
-            break
-        body.append(line.strip())
-    return body
+ARTIFACTS = "/artifacts"
+LAYER = f"{ARTIFACTS}/python"  # what Lambda puts on sys.path from a layer: /opt/python
+
+
+def recipe() -> list[list[str]]:
+    """The commands `sam build` would run (`make -n`), each split as the shell would."""
+    completed = subprocess.run(
+        ["make", "--no-print-directory", "-n", "-C", str(ROOT / "shared"), TARGET, f"ARTIFACTS_DIR={ARTIFACTS}"]
+        + ["PYTHON=python3.12"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
+    joined = completed.stdout.replace("\\\n", " ")
+    return [shlex.split(line) for line in joined.splitlines() if line.strip()]
+
+
+def step(program: str, *arguments: str) -> list[str]:
+    found = [command for command in recipe() if command[: 1 + len(arguments)] == [program, *arguments]]
+    assert len(found) == 1, (program, arguments, recipe())
+    return found[0]
 
 
 def test_sam_builds_the_layer_with_the_makefile_for_arm64():
@@ -41,29 +53,38 @@ def test_sam_builds_the_layer_with_the_makefile_for_arm64():
     assert layer["Properties"]["CompatibleRuntimes"] == ["python3.12"]
 
 
-def test_the_layer_installs_the_requirements_as_aarch64_wheels_without_compiling_them_for_the_build_python():
-    install = next(line for line in recipe() if " pip install " in line)
-    assert "-r requirements.txt" in install and "--no-compile" in install and "$(WHEELS)" in install
-    wheels = re.search(r"^WHEELS := (.*?)(?<!\\)$", MAKEFILE.read_text(encoding="utf-8"), re.M | re.S)
-    assert wheels
-    options = shlex.split(wheels.group(1).replace("\\\n", " "))
-    assert "--only-binary=:all:" in options
-    assert options[options.index("--python-version") + 1] == "3.12"
-    platforms = [options[i + 1] for i, option in enumerate(options) if option == "--platform"]
-    assert platforms and all(platform.endswith("_aarch64") for platform in platforms)
+def test_the_layer_installs_the_requirements_as_aarch64_wheels_into_python():
+    install = step("python3.12", "-m", "pip", "install")
+    assert install[install.index("--target") + 1] == LAYER
+    assert install[install.index("-r") + 1] == "requirements.txt"
+    assert "--no-compile" in install and "--only-binary=:all:" in install
+    assert install[install.index("--python-version") + 1] == "3.12"
+    platforms = [install[i + 1] for i, option in enumerate(install) if option == "--platform"]
+    assert all(platform.endswith("_aarch64") for platform in platforms)
+    # pip does not expand manylinux_2_X to older glibc versions: 2.17 (manylinux2014) up to
+    # Amazon Linux 2023's 2.34 are each listed.
+    assert {
+        "manylinux2014_aarch64",
+        "manylinux_2_17_aarch64",
+        "manylinux_2_28_aarch64",
+        "manylinux_2_34_aarch64",
+    } <= set(platforms)
+    # A reused artifacts directory starts empty: pip --target keeps what is already there.
+    assert recipe().index(["rm", "-rf", LAYER]) < recipe().index(install)
 
 
 def test_the_layer_is_compiled_as_the_benchmark_compiles_it():
-    compile_line = next(line for line in recipe() if "compileall" in line)
-    assert compile_line.startswith("$(PYTHON) ")
-    arguments = shlex.split(compile_line)[1:-1]  # between the interpreter and the layer directory
-    assert tuple(arguments) == COMPILE_ARGUMENTS
-    assert "unchecked-hash" in arguments  # no timestamp check: a zip round trip changes mtimes
-    # agent_knowledge is copied in before the compilation, and no stale bytecode goes with it.
-    steps = recipe()
-    copy = next(i for i, line in enumerate(steps) if line.startswith("cp -R agent_knowledge"))
-    prune = next(i for i, line in enumerate(steps) if "__pycache__" in line)
-    assert copy < prune < steps.index(compile_line)
+    compile_step = step("python3.12", "-m", "compileall")
+    assert compile_step[-1] == LAYER
+    assert tuple(compile_step[1:-1]) == COMPILE_ARGUMENTS
+    assert "unchecked-hash" in compile_step  # no timestamp check: a zip round trip changes mtimes
+    # agent_knowledge is copied into python/ before the compilation, and no stale bytecode goes with it.
+    commands = recipe()
+    copy = step("cp", "-R", "agent_knowledge")
+    assert copy[-1].rstrip("/") == LAYER
+    prune = next(command for command in commands if command[0] == "find" and "__pycache__" in command)
+    assert prune[1] == LAYER
+    assert commands.index(copy) < commands.index(prune) < commands.index(compile_step)
 
 
 def _make(tmp_path: Path, **variables: str) -> subprocess.CompletedProcess[str]:
