@@ -88,19 +88,6 @@ class DocumentRepository:
         missing documents are absent from the result."""
         return self._get_batch(keys, VALIDATION_ATTRIBUTES)
 
-    def _query(self, request: dict[str, Any]) -> Iterator[dict[str, Any]]:
-        paginator_key: dict[str, Any] | None = None
-        while True:
-            if paginator_key:
-                request["ExclusiveStartKey"] = paginator_key
-            with storage_errors(self._table.store):
-                response = self._table.dynamodb.query(TableName=self._table.name, **request)
-            for item in response.get("Items", []):
-                yield from_item(item)
-            paginator_key = response.get("LastEvaluatedKey")
-            if not paginator_key:
-                return
-
     def list(self, kb_id: str, *, with_chunks: bool = True) -> Iterator[DocumentRecord]:
         """Every record of the KB (tombstones included); without the chunk lists unless `with_chunks`."""
         request: dict[str, Any] = {
@@ -111,7 +98,7 @@ class DocumentRepository:
         if not with_chunks:
             request["ProjectionExpression"] = ", ".join(f"#a{i}" for i in range(len(_SUMMARY_ATTRIBUTES)))
             request["ExpressionAttributeNames"] = {f"#a{i}": name for i, name in enumerate(_SUMMARY_ATTRIBUTES)}
-        for item in self._query(request):
+        for item in self._table.query(**request):
             yield DocumentRecord.model_validate(item)
 
     def pending(self, kb_id: str) -> builtins.list[PendingChange]:
@@ -124,7 +111,7 @@ class DocumentRepository:
         }
         return [
             PendingChange(str(item["kb_id"]), str(item["doc_id"]), float(item["index_pending_since"]))
-            for item in self._query(request)
+            for item in self._table.query(**request)
         ]
 
     def oldest_pending_since(self, kb_id: str) -> float | None:

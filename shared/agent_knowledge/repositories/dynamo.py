@@ -8,7 +8,7 @@ from __future__ import annotations
 import base64
 import random
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from botocore.exceptions import ClientError
@@ -141,6 +141,29 @@ class Table:
         """The items (as stored) of one page of a query on this table or one of its indexes."""
         with storage_errors(self.store):
             return list(self.dynamodb.query(TableName=self.name, **request).get("Items", []))
+
+    def query(self, **request: Any) -> Iterator[dict[str, Any]]:
+        """Every item of a query, as plain values, page after page."""
+        page: dict[str, Any] = {}
+        while True:
+            with storage_errors(self.store):
+                response = self.dynamodb.query(TableName=self.name, **request, **page)
+            for item in response.get("Items", []):
+                yield from_item(item)
+            if not response.get("LastEvaluatedKey"):
+                return
+            page = {"ExclusiveStartKey": response["LastEvaluatedKey"]}
+
+    def delete_if(self, item_key: dict[str, Any], condition: str, values: dict[str, Any]) -> bool:
+        """Delete an item if `condition` holds; False if it does not (or there is no item)."""
+        return conditional_write(
+            self.store,
+            self.dynamodb.delete_item,
+            TableName=self.name,
+            Key=item_key,
+            ConditionExpression=condition,
+            ExpressionAttributeValues=to_item(values),
+        )
 
     def put(self, values: dict[str, Any]) -> None:
         """Write an item, replacing any with its key."""

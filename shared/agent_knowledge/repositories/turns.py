@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from agent_knowledge.records import RunRecord
-from agent_knowledge.repositories.dynamo import Table, conditional_write, key
+from agent_knowledge.repositories.dynamo import Table, key
 from agent_knowledge.repositories.runs import run_item, run_transition
 
 # Same grace as runs: the records outlive their run by a day, then TTL removes them.
@@ -91,14 +91,7 @@ class TurnRepository:
     def release_message(self, message_key: str, turn_key: str) -> None:
         """Undo a claim this request made for a turn it then could not use (unless the message
         has another owner by now)."""
-        conditional_write(
-            self._table.store,
-            self._table.dynamodb.delete_item,
-            TableName=self._table.name,
-            Key=key(pk=f"message#{message_key}"),
-            ConditionExpression="turn_key = :t",
-            ExpressionAttributeValues={":t": {"S": turn_key}},
-        )
+        self._table.delete_if(key(pk=f"message#{message_key}"), "turn_key = :t", {":t": turn_key})
 
     # turns ----------------------------------------------------------------------------------
 
