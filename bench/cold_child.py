@@ -141,8 +141,8 @@ def _libraries(services: list[str], calls: list[Any], config: dict[str, Any]) ->
 
     Logger()
     Metrics()
-    # Powertools' HTTP API resolver, without its other resolvers, as the handlers import it.
-    import agent_knowledge.runtime.resolver  # noqa: F401
+    # Powertools' HTTP API resolver, imported as the handlers import it.
+    import aws_lambda_powertools.event_handler.api_gateway  # noqa: F401
 
     return _floor(services, calls, config)
 

@@ -15,11 +15,11 @@ import tempfile
 from collections.abc import Iterable
 from typing import BinaryIO
 
-from agent_knowledge.ingest.index_writer import describe
+from agent_knowledge.index.builder import IndexedChunk, write_index
+from agent_knowledge.index.layout import IndexManifest, manifest_key
+from agent_knowledge.index.writer import describe
 from agent_knowledge.records import KnowledgeBaseRecord
 from agent_knowledge.repositories.bodies import BodyMissing, Sink
-from agent_knowledge.retrieval.builder import IndexedChunk, write_index
-from agent_knowledge.retrieval.layout import IndexManifest, manifest_key
 
 PIECE_BYTES = 1024 * 1024
 

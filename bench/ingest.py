@@ -59,7 +59,7 @@ def in_memory_repositories(kb_id: str, count: int) -> MemoryRepositories:
 
 
 def rebuild_in_memory(count: int, repeats: int) -> dict[str, Any]:
-    from agent_knowledge.ingest.index_rebuild import rebuild_kb_index
+    from agent_knowledge.index.rebuild import rebuild_kb_index
 
     repositories = in_memory_repositories("bench", count)
     times = []
@@ -84,7 +84,7 @@ def _generations(times: list[float]) -> dict[str, Any]:
 
 
 def rebuild_against_moto(count: int, repeats: int) -> dict[str, Any]:
-    from agent_knowledge.ingest.documents import Ingestor
+    from agent_knowledge.ingest.ingestor import Ingestor
 
     with local_stack() as repositories, quiet():
         seed_demo_workspace(repositories)

@@ -100,7 +100,7 @@ def pipeline_stack(preload: list[Any] | None = None) -> Iterator[tuple[Any, Any,
     on the layer's clients) must not count."""
     import botocore.session
 
-    from agent_knowledge.repositories import Repositories
+    from agent_knowledge.repositories.bundle import Repositories
     from agent_knowledge.settings import get_settings
     from agent_knowledge_dev import moto_speedups
     from agent_knowledge_dev.admin import create_knowledge_base
@@ -112,7 +112,7 @@ def pipeline_stack(preload: list[Any] | None = None) -> Iterator[tuple[Any, Any,
     with local_stack() as repositories, quiet():
         create_knowledge_base(repositories, KB)
         if preload:
-            from agent_knowledge.ingest.documents import Ingestor
+            from agent_knowledge.ingest.ingestor import Ingestor
 
             ingestor = Ingestor(repositories)
             for doc in preload:
@@ -134,8 +134,8 @@ def pipeline_stack(preload: list[Any] | None = None) -> Iterator[tuple[Any, Any,
 
 def _found(repositories: Any, query: str, title: str) -> bool:
     from agent_knowledge.identity.scope import Scope
+    from agent_knowledge.index.query import retrieve
     from agent_knowledge.records import KnowledgeConfig, SourceConfig
-    from agent_knowledge.retrieval import retrieve
 
     config = KnowledgeConfig(enabled=True, sources=[SourceConfig(kb_id=KB)])
     scope = Scope(config, repositories.knowledge_bases.get_many([KB]))

@@ -53,9 +53,9 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def _chunks(count: int) -> Iterator[Any]:
+    from agent_knowledge.index.builder import IndexedChunk
     from agent_knowledge.ingest.chunking import chunk_text
     from agent_knowledge.ingest.content import chunk_digest
-    from agent_knowledge.retrieval.builder import IndexedChunk
     from bench.corpus import documents
 
     made = 0
@@ -206,11 +206,11 @@ def measure(size: int, updates_after: int, query_count: int, scratch: str) -> di
     from types import SimpleNamespace
 
     from agent_knowledge.identity.scope import Scope
-    from agent_knowledge.ingest.index_update import update_kb_index
+    from agent_knowledge.index.local_files import LocalFiles
+    from agent_knowledge.index.query import retrieve
+    from agent_knowledge.index.reader_cache import IndexCache
+    from agent_knowledge.index.update import update_kb_index
     from agent_knowledge.records import KnowledgeConfig, SourceConfig
-    from agent_knowledge.retrieval import retrieve
-    from agent_knowledge.retrieval.index_cache import IndexCache
-    from agent_knowledge.retrieval.local_files import LocalFiles
     from bench.index_store import publish_chunks
     from bench.stats import ratio, summary_ms
 

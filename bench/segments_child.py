@@ -32,9 +32,9 @@ def raw_search(searcher: Any, query: str, hits: int = 30) -> list[str]:
     validation and matched terms)."""
     import tantivy
 
-    from agent_knowledge.retrieval import schema as fields
-    from agent_knowledge.retrieval.analyzer import query_tokens
-    from agent_knowledge.retrieval.kb_index import AnalyzedQuery
+    from agent_knowledge.index import schema as fields
+    from agent_knowledge.index.analyzer import query_tokens
+    from agent_knowledge.index.kb_index import AnalyzedQuery
 
     analyzed = AnalyzedQuery.of(query_tokens(query))
     terms = [(fields.TEXT, w) for w in analyzed.words] + [(fields.UNIGRAMS, u) for u in analyzed.unigrams]
@@ -63,10 +63,10 @@ def main() -> None:
     import tantivy  # noqa: F401
 
     from agent_knowledge.identity.scope import Scope  # noqa: F401
+    from agent_knowledge.index.local_files import LocalFiles
+    from agent_knowledge.index.query import retrieve  # noqa: F401
+    from agent_knowledge.index.reader_cache import IndexCache
     from agent_knowledge.records import KnowledgeBaseRecord
-    from agent_knowledge.retrieval import retrieve  # noqa: F401
-    from agent_knowledge.retrieval.index_cache import IndexCache
-    from agent_knowledge.retrieval.local_files import LocalFiles
     from bench.index_store import DirectoryObjects
 
     mode = sys.argv[1]

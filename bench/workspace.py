@@ -31,7 +31,7 @@ def seed_demo_workspace(repositories, now: float | None = None) -> None:  # type
 
 def ingest(repositories, kb_id: str, documents: Iterable[SyntheticDocument]) -> IngestTiming:  # type: ignore[no-untyped-def]
     """Put every document (a few at a time, like `agent-knowledge doc put --dir`), then rebuild the index once."""
-    from agent_knowledge.ingest.documents import Ingestor
+    from agent_knowledge.ingest.ingestor import Ingestor
 
     ingestor = Ingestor(repositories)
     started = time.perf_counter()

@@ -24,7 +24,7 @@ from hypothesis import settings as hypothesis_settings  # noqa: E402
 hypothesis_settings.register_profile("shared-machine", deadline=None)
 hypothesis_settings.load_profile("shared-machine")
 
-from agent_knowledge.repositories import Repositories  # noqa: E402
+from agent_knowledge.repositories.bundle import Repositories  # noqa: E402
 from agent_knowledge.runtime.clock import Clock  # noqa: E402
 from agent_knowledge.runtime.container import Dependencies  # noqa: E402
 from agent_knowledge_dev.testing import HttpResult, in_process_stack, invoke_function  # noqa: E402

@@ -16,14 +16,14 @@ from typing import Any
 import tantivy
 
 from agent_knowledge.identity.scope import Scope
+from agent_knowledge.index import schema as fields
+from agent_knowledge.index.analyzer import query_tokens
+from agent_knowledge.index.builder import IndexedChunk
+from agent_knowledge.index.kb_index import AnalyzedQuery
+from agent_knowledge.index.local_files import LocalFiles
+from agent_knowledge.index.query import retrieve
+from agent_knowledge.index.reader_cache import IndexCache
 from agent_knowledge.records import DocumentRecord, KnowledgeConfig, SourceConfig
-from agent_knowledge.retrieval import retrieve
-from agent_knowledge.retrieval import schema as fields
-from agent_knowledge.retrieval.analyzer import query_tokens
-from agent_knowledge.retrieval.builder import IndexedChunk
-from agent_knowledge.retrieval.index_cache import IndexCache
-from agent_knowledge.retrieval.kb_index import AnalyzedQuery
-from agent_knowledge.retrieval.local_files import LocalFiles
 from agent_knowledge_dev.testing.fakes import MemoryDocuments
 
 TOP_DOCS = 3

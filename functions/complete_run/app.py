@@ -5,7 +5,7 @@ from __future__ import annotations
 from agent_knowledge.runtime.entry_point import api_entry_point, current_request
 from agent_knowledge.runtime.http import Response, create_app, json_response, parse_body
 from agent_knowledge.turns.completion import complete_run, run_of_caller
-from agent_knowledge.turns.models import CompleteRunRequest
+from agent_knowledge.turns.payloads import CompleteRunRequest
 
 app = create_app()
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from agent_knowledge.identity.runs import authorize_run
+from agent_knowledge.identity.run_access import authorize_run
 from agent_knowledge.knowledge.search import search_knowledge
 from agent_knowledge.models import SearchRequest
 from agent_knowledge.runtime.entry_point import api_entry_point, current_request

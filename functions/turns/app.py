@@ -6,7 +6,7 @@ from agent_knowledge.runtime.entry_point import api_entry_point, current_request
 from agent_knowledge.runtime.http import JSON, Response, create_app, parse_body_later
 from agent_knowledge.runtime.observability import logger
 from agent_knowledge.settings import get_settings
-from agent_knowledge.turns.models import TURN_MAX_BODY_BYTES, TurnRequest
+from agent_knowledge.turns.payloads import TURN_MAX_BODY_BYTES, TurnRequest
 from agent_knowledge.turns.start import start_turn
 
 app = create_app()

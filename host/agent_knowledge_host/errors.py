@@ -8,14 +8,15 @@ unknown schema, a missing delivery echo, knowledge not marked reference_only) an
 `StaleResponse` (an answer that arrived after the host moved on; it was dropped).
 
 Nothing here ever pretends success: a host that catches these must not fall back to
-"no knowledge" or to a body it already had.
+"no knowledge" or to a body it already had. The guidance for each protocol code is
+`agent_knowledge.mcp.tool_catalog.GUIDANCE`, the text the stack's MCP endpoint gives too.
 """
 
 from __future__ import annotations
 
 from typing import ClassVar
 
-SEARCH_AGAIN = "Search again and read the new reference; never retry a read with a substituted or cached body."
+from agent_knowledge.mcp.tool_catalog import GUIDANCE, UNKNOWN_ERROR_GUIDANCE, describe_error, error_label
 
 
 class KnowledgeHostError(Exception):
@@ -32,7 +33,7 @@ class KnowledgeHostError(Exception):
 
     def describe(self) -> str:
         """One line for a model or a log: the code, what happened, what to do."""
-        return f"{self._label()}: {self.message}. What to do: {self.guidance}"
+        return describe_error(self._label(), self.message, self.guidance)
 
     def _label(self) -> str:
         return self.code
@@ -75,7 +76,7 @@ class ServerError(KnowledgeHostError):
     """The server answered with an error status. Subclasses name the protocol code."""
 
     code = "server_error"
-    guidance = "The request failed on the server; this is not 'no knowledge'."
+    guidance = UNKNOWN_ERROR_GUIDANCE
 
     def __init__(self, message: str, *, status: int, code: str | None = None) -> None:
         super().__init__(message)
@@ -84,12 +85,12 @@ class ServerError(KnowledgeHostError):
         self.reported_code = code or self.code
 
     def _label(self) -> str:
-        return f"{self.reported_code} (HTTP {self.status})"
+        return error_label(self.reported_code, self.status)
 
 
 class InvalidRequest(ServerError):
     code = "invalid_request"
-    guidance = "Fix the request (query 1-2000 characters, limit 1-3, max_bytes 4096-32768); do not resend it unchanged."
+    guidance = GUIDANCE[code]
 
 
 class InvalidArguments(KnowledgeHostError):
@@ -101,7 +102,7 @@ class InvalidArguments(KnowledgeHostError):
 
 class Unauthorized(ServerError):
     code = "unauthorized"
-    guidance = "The agent bearer is missing, expired or revoked; obtain a new session token. Do not retry as is."
+    guidance = GUIDANCE[code]
 
 
 class Forbidden(ServerError):
@@ -111,68 +112,64 @@ class Forbidden(ServerError):
 
 class WorkspaceNotFound(ServerError):
     code = "workspace_not_found"
-    guidance = "The route does not exist or this session may not use it; check the route name and the session."
+    guidance = GUIDANCE[code]
 
 
 class RunNotFound(ServerError):
     code = "run_not_found"
-    guidance = "The run is unknown or belongs to someone else; use the run_id of the current turn or none."
+    guidance = GUIDANCE[code]
 
 
 class RunNotReady(ServerError):
     code = "run_not_ready"
-    guidance = "The run is not context_ready (still preparing, or already completed); use the current turn's run."
+    guidance = GUIDANCE[code]
 
 
 class TaskNotActive(ServerError):
     code = "task_not_active"
-    guidance = "The managed task is paused, cancelled, expired or no longer includes this session; ask its owner."
+    guidance = GUIDANCE[code]
 
 
 class TurnConflict(ServerError):
     code = "turn_conflict"
-    guidance = "This turn id was already used with a different payload; use a new client_turn_id, never alter a replay."
+    guidance = GUIDANCE[code]
 
 
 class SearchAgain(ServerError):
     """The reference (or cursor) can never work again: the cure is a new search, never a retry.
-    Each subclass's guidance ends with what to do then."""
+    Each subclass's guidance ends with what to do then (`SEARCH_AGAIN`)."""
 
     search_again = True
-
-    def __init_subclass__(cls, **kwargs: object) -> None:
-        super().__init_subclass__(**kwargs)
-        cls.guidance = f"{cls.guidance} {SEARCH_AGAIN}"
 
 
 class ReferenceInvalid(SearchAgain):
     code = "knowledge_reference_invalid"
-    guidance = "The reference or cursor is not valid for this caller and run."
+    guidance = GUIDANCE[code]
 
 
 class ReferenceExpired(SearchAgain):
     code = "knowledge_reference_expired"
-    guidance = "References and cursors live 300 seconds."
+    guidance = GUIDANCE[code]
 
 
 class ScopeChanged(SearchAgain):
     code = "knowledge_scope_changed"
-    guidance = "The workspace's knowledge configuration changed."
+    guidance = GUIDANCE[code]
 
 
 class KnowledgeChanged(SearchAgain):
     code = "knowledge_changed"
-    guidance = "The document changed or is gone; the old revision cannot be read."
+    guidance = GUIDANCE[code]
 
 
 class KnowledgeUnavailable(ServerError):
     code = "knowledge_unavailable"
-    guidance = "Knowledge storage is temporarily unavailable; retry later. This is not 'no knowledge'."
+    guidance = GUIDANCE[code]
 
 
 class InternalError(ServerError):
     code = "internal_error"
-    guidance = "The server failed; retry later and report the request id. This is not 'no knowledge'."
+    guidance = GUIDANCE[code]
 
 
 class EndpointMissing(ServerError):

@@ -19,7 +19,7 @@ from agent_knowledge.records import (
     RouteRecord,
     SessionRecord,
 )
-from agent_knowledge.repositories import Repositories
+from agent_knowledge.repositories.bundle import Repositories
 from agent_knowledge.repositories.sessions import hash_token
 
 DEFAULT_SESSION_TTL = 3600

@@ -10,7 +10,7 @@ import time
 from pathlib import Path
 
 from agent_knowledge.records import KnowledgeConfig, Principal, SourceConfig
-from agent_knowledge.repositories import Repositories
+from agent_knowledge.repositories.bundle import Repositories
 from agent_knowledge_dev import admin
 
 DEMO_TOKEN = "demo-local-token-0123456789abcdef"
@@ -48,7 +48,7 @@ def seed_demo(repositories: Repositories, now: float | None = None) -> None:
 def seed_sample_documents(repositories: Repositories, now: float | None = None) -> int:
     """Ingest the bundled sample documents into the demo KB the way `doc put --dir` does; returns
     how many were stored. Run after `seed_demo`."""
-    from agent_knowledge.ingest.documents import Ingestor
+    from agent_knowledge.ingest.ingestor import Ingestor
     from agent_knowledge_dev.bulk import ingest_directory
 
     clock = (lambda: now) if now is not None else time.time

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from agent_knowledge.ingest.source_files import title_from_metadata, title_metadata
-from agent_knowledge.repositories.errors import is_missing_object, storage_errors
+from agent_knowledge.repositories.aws_errors import is_missing_object, storage_errors
 
 # Every failure of the bucket is `KnowledgeUnavailable("source storage")`: counted as that file's
 # failure by a folder upload, never an exception that loses the whole run's summary.

@@ -15,7 +15,7 @@ import os
 from dataclasses import dataclass
 from typing import Any
 
-from agent_knowledge.repositories import Repositories
+from agent_knowledge.repositories.bundle import Repositories
 from agent_knowledge.settings import Settings
 from agent_knowledge_dev.console import CliError
 

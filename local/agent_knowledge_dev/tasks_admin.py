@@ -16,7 +16,7 @@ import uuid
 
 from agent_knowledge.identity.scope import canonical_json
 from agent_knowledge.records import TaskRecord, TaskState
-from agent_knowledge.repositories import Repositories
+from agent_knowledge.repositories.bundle import Repositories
 from agent_knowledge_dev.admin import AdminError
 
 DEFAULT_TASK_TTL = 86_400

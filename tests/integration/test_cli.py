@@ -14,7 +14,8 @@ import pytest
 
 from agent_knowledge.errors import Unauthorized
 from agent_knowledge.identity.caller import revalidate
-from agent_knowledge.repositories import Repositories, aws, default_repositories
+from agent_knowledge.repositories import aws
+from agent_knowledge.repositories.bundle import Repositories, default_repositories
 from agent_knowledge_dev import cli
 from agent_knowledge_dev.commands import Command
 from agent_knowledge_dev.demo import DEMO_KB, DEMO_ROUTE
@@ -427,7 +428,7 @@ def test_a_folder_upload_never_follows_symbolic_links(run, tmp_path):
 
 
 def test_a_folder_upload_sends_only_changes_and_prunes_files_that_are_gone(run, tmp_path):
-    from agent_knowledge.ingest.documents import Ingestor
+    from agent_knowledge.ingest.ingestor import Ingestor
 
     folder = tmp_path / "docs"
     folder.mkdir()
@@ -537,7 +538,7 @@ def test_doc_list_kb_status_kb_list_and_reindex(run):
 
 
 def test_deleting_a_document_stored_before_the_sources_bucket(run):
-    from agent_knowledge.ingest.documents import Ingestor
+    from agent_knowledge.ingest.ingestor import Ingestor
 
     run("kb", "create", "direct")
     Ingestor(_repositories()).put("direct", "old.md", None, "# Old\n\nStored directly.")

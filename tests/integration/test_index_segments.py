@@ -12,15 +12,15 @@ import tantivy
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from agent_knowledge.ingest.documents import Ingestor
-from agent_knowledge.ingest.index_rebuild import rebuild_kb_index
-from agent_knowledge.ingest.index_update import update_kb_index
-from agent_knowledge.ingest.index_writer import ORPHAN_GRACE_SECONDS, collect_garbage, manifests
+from agent_knowledge.index import schema as fields
+from agent_knowledge.index.layout import KEEP_GENERATIONS, prefix
+from agent_knowledge.index.local_files import LocalFiles
+from agent_knowledge.index.reader_cache import IndexCache, read_manifest, reset_local_state
+from agent_knowledge.index.rebuild import rebuild_kb_index
+from agent_knowledge.index.update import update_kb_index
+from agent_knowledge.index.writer import ORPHAN_GRACE_SECONDS, collect_garbage, manifests
+from agent_knowledge.ingest.ingestor import Ingestor
 from agent_knowledge.repositories.documents import document_id
-from agent_knowledge.retrieval import schema as fields
-from agent_knowledge.retrieval.index_cache import IndexCache, read_manifest, reset_local_state
-from agent_knowledge.retrieval.layout import KEEP_GENERATIONS, prefix
-from agent_knowledge.retrieval.local_files import LocalFiles
 from agent_knowledge_dev.admin import create_knowledge_base
 from tests.support.retrieval import search, search_titles
 
@@ -235,7 +235,7 @@ def test_a_manifest_of_another_schema_version_fails_the_source_and_the_next_upda
 ):
     ingestor.put("kb", "a.md", "Cats", "Cats sleep all day.")
     monkeypatch.setattr(fields, "SCHEMA_VERSION", fields.SCHEMA_VERSION + 1)
-    import agent_knowledge.retrieval.layout as layout
+    import agent_knowledge.index.layout as layout
 
     monkeypatch.setattr(layout, "SCHEMA_VERSION", fields.SCHEMA_VERSION)
     reset_local_state()

@@ -7,11 +7,11 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 
 from agent_knowledge.errors import KnowledgeUnavailable
-from agent_knowledge.ingest.documents import IngestError, Ingestor
-from agent_knowledge.ingest.index_writer import manifests
+from agent_knowledge.index.reader_cache import read_manifest, reset_local_state
+from agent_knowledge.index.writer import manifests
+from agent_knowledge.ingest.ingestor import IngestError, Ingestor
 from agent_knowledge.repositories.bodies import BodyMissing
 from agent_knowledge.repositories.documents import document_id
-from agent_knowledge.retrieval.index_cache import read_manifest, reset_local_state
 from agent_knowledge_dev.admin import create_knowledge_base
 from tests.support.retrieval import search_titles
 

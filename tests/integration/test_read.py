@@ -259,7 +259,7 @@ def test_kb_disabled_is_scope_changed(call, library):
 
 
 def _ingestor(library):
-    from agent_knowledge.ingest.documents import Ingestor
+    from agent_knowledge.ingest.ingestor import Ingestor
 
     return Ingestor(library.repositories, clock=library.clock)
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 
 from agent_knowledge.errors import KnowledgeUnavailable
-from agent_knowledge.ingest.documents import Ingestor
+from agent_knowledge.index.reader_cache import index_cache
+from agent_knowledge.ingest.ingestor import Ingestor
 from agent_knowledge.records import SourceConfig
-from agent_knowledge.retrieval.index_cache import index_cache
 from agent_knowledge_dev.admin import create_knowledge_base
 from tests.support.retrieval import search, search_titles
 

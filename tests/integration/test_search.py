@@ -115,7 +115,7 @@ def _two_sources(stack) -> None:
 
 def _break_index_of(monkeypatch, kb_id: str) -> None:
     from agent_knowledge.errors import KnowledgeUnavailable
-    from agent_knowledge.retrieval.index_cache import IndexCache
+    from agent_knowledge.index.reader_cache import IndexCache
 
     original = IndexCache.get
 
@@ -327,7 +327,7 @@ def test_task_required_session_needs_a_task_run(call, library):
 
 def test_server_preparation_may_search_under_a_preparing_run(library):
     from agent_knowledge.identity.caller import revalidate
-    from agent_knowledge.identity.runs import authorize_run
+    from agent_knowledge.identity.run_access import authorize_run
     from agent_knowledge.knowledge.search import search_knowledge
 
     session_id, token = new_session(library.repositories, library.clock())

@@ -7,7 +7,7 @@ import itertools
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from agent_knowledge.ingest.documents import SourceVersion
+from agent_knowledge.ingest.ingestor import SourceVersion
 from agent_knowledge.ingest.source_events import SourceEvent, SourceIngest
 from agent_knowledge.records import DocumentRecord
 from agent_knowledge.repositories.documents import document_id

@@ -15,7 +15,7 @@ import threading
 from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 
-from agent_knowledge.ingest.documents import Ingestor
+from agent_knowledge.ingest.ingestor import Ingestor
 from agent_knowledge_dev.admin import create_knowledge_base
 from agent_knowledge_dev.demo import DEMO_KB
 from agent_knowledge_dev.testing import load_event, with_changes

@@ -7,14 +7,14 @@ from typing import Any
 import pytest
 
 from agent_knowledge.records import Principal, RunRecord, TaskRecord
-from agent_knowledge.repositories import Repositories
+from agent_knowledge.repositories.bundle import Repositories
 from agent_knowledge_dev import admin
 from agent_knowledge_dev.demo import DEMO_CLIENT, DEMO_KB, DEMO_ROUTE
 
 
 def put_documents(repositories: Repositories, kb_id: str, documents: dict[str, tuple[str, str]], now: float) -> None:
     """documents: source_key → (title, markdown body); the index is rebuilt once at the end."""
-    from agent_knowledge.ingest.documents import Ingestor
+    from agent_knowledge.ingest.ingestor import Ingestor
 
     ingestor = Ingestor(repositories, clock=lambda: now)
     for source_key, (title, body) in documents.items():

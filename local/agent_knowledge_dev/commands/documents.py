@@ -199,7 +199,7 @@ def _put_file(arguments: argparse.Namespace) -> int:
 
 
 def _store_file_directly(session: _Session, source_key: str, content: bytes, media_type: str, title: str | None) -> int:
-    from agent_knowledge.ingest.documents import Ingestor
+    from agent_knowledge.ingest.ingestor import Ingestor
 
     result = Ingestor(session.repositories).put(session.kb_id, source_key, title, content, media_type=media_type)
     print_json(
@@ -315,7 +315,7 @@ def _put_directory(arguments: argparse.Namespace) -> int:
 
 
 def _store_folder_directly(arguments: argparse.Namespace, session: _Session, root: Path) -> int:
-    from agent_knowledge.ingest.documents import Ingestor
+    from agent_knowledge.ingest.ingestor import Ingestor
     from agent_knowledge_dev.bulk import discover, ingest_directory
 
     if arguments.prune:
@@ -412,8 +412,8 @@ def _delete(arguments: argparse.Namespace) -> int:
 
 
 def _delete_stored_document(session: _Session, source_key: str) -> None:
-    from agent_knowledge.ingest.documents import Ingestor
-    from agent_knowledge.ingest.index_update import update_kb_index
+    from agent_knowledge.index.update import update_kb_index
+    from agent_knowledge.ingest.ingestor import Ingestor
     from agent_knowledge.repositories.documents import document_id
 
     Ingestor(session.repositories).delete(session.kb_id, source_key, rebuild_index=False)
@@ -455,7 +455,7 @@ def _kb_status(arguments: argparse.Namespace) -> int:
 
 
 def _kb_reindex(arguments: argparse.Namespace) -> int:
-    from agent_knowledge.ingest.index_rebuild import rebuild_kb_index
+    from agent_knowledge.index.rebuild import rebuild_kb_index
     from agent_knowledge_dev.admin import require_knowledge_base
 
     repositories = connect(arguments)

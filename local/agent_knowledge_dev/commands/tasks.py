@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from collections.abc import Callable
 
-from agent_knowledge.repositories import Repositories
+from agent_knowledge.repositories.bundle import Repositories
 from agent_knowledge_dev.arguments import add_ttl_argument
 from agent_knowledge_dev.commands import Command
 from agent_knowledge_dev.console import print_json

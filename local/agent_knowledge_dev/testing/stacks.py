@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from agent_knowledge.repositories import Repositories
+    from agent_knowledge.repositories.bundle import Repositories
 
 
 def reset_caches() -> None:
@@ -40,7 +40,8 @@ def in_process_stack(server_token: str | None = None) -> Iterator[InProcessStack
     Expects the dummy AWS environment (`use_dummy_environment`) to be in place already."""
     from moto import mock_aws
 
-    from agent_knowledge.repositories import Repositories, aws
+    from agent_knowledge.repositories import aws
+    from agent_knowledge.repositories.bundle import Repositories
     from agent_knowledge.settings import get_settings
     from agent_knowledge_dev.stack import create_stack
 
@@ -88,7 +89,8 @@ def moto_server_stack(seed: bool = True, pipeline: bool = True) -> Iterator[Moto
     (`agent_knowledge_dev.event_sources`: S3 events and event source mappings, in this process)."""
     from moto.server import ThreadedMotoServer
 
-    from agent_knowledge.repositories import aws, default_repositories
+    from agent_knowledge.repositories import aws
+    from agent_knowledge.repositories.bundle import default_repositories
     from agent_knowledge_dev import moto_speedups
     from agent_knowledge_dev.demo import seed_demo, seed_sample_documents
     from agent_knowledge_dev.functions import function_logs_to_stderr

@@ -28,8 +28,8 @@ from agent_knowledge.records import (
     SessionRecord,
     TaskRecord,
 )
-from agent_knowledge.repositories import Repositories
-from agent_knowledge.repositories.batch import batch_get
+from agent_knowledge.repositories.batch_get import batch_get
+from agent_knowledge.repositories.bundle import Repositories
 
 # RFC 6750 b64token, bounded so a huge header cannot cost a hash and a lookup.
 _BEARER = re.compile(r"Bearer +([A-Za-z0-9\-._~+/]{16,512}=*) *", re.IGNORECASE)

@@ -15,7 +15,7 @@ from agent_knowledge.records import KnowledgeBaseRecord, KnowledgeConfig
 
 if TYPE_CHECKING:
     from agent_knowledge.identity.caller import Caller
-    from agent_knowledge.repositories import Repositories
+    from agent_knowledge.repositories.bundle import Repositories
 
 
 def canonical_json(value: object) -> bytes:

@@ -1,1 +1,3 @@
-"""The write side: documents in, chunks and index generations out. No query function imports it."""
+"""Ingestion: source objects (S3 events, the CLI) → validated documents, stored, and index changes emitted.
+
+No query function imports it; the search index itself lives in `agent_knowledge.index`."""

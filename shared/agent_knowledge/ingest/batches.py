@@ -14,8 +14,8 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from agent_knowledge.errors import KnowledgeError
+from agent_knowledge.index.publish import publish_pending
 from agent_knowledge.ingest.content import IngestError
-from agent_knowledge.ingest.indexing import publish_pending
 from agent_knowledge.ingest.source_events import MalformedNotification, SourceIngest, index_messages, parse_notification
 from agent_knowledge.repositories.queues import IndexMessage
 from agent_knowledge.runtime.container import PipelineDependencies
@@ -113,7 +113,7 @@ def _from(records: list[dict[str, Any]], message_id: str) -> list[str]:
 
 def _index_kb(deps: PipelineDependencies, kb_id: str, doc_ids: list[str]) -> None:
     # Imported here: the ingest function shares this module and must not load tantivy.
-    from agent_knowledge.ingest.index_update import update_kb_index
+    from agent_knowledge.index.update import update_kb_index
 
     try:
         published = publish_pending(deps.repositories, kb_id, doc_ids, update_kb_index)

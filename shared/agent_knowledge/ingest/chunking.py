@@ -9,11 +9,15 @@ single sentence longer than `MAX_SENTENCE_CHARS` is cut hard, preferably at a sp
 
 Every non-whitespace character of the body lies in exactly one chunk; whitespace between
 chunks belongs to none. Offsets are character offsets into the body (`str` indices).
+
+Linear in the body whatever it holds: lines are scanned with string methods, and the one
+regular expression matches only at the start of a run of terminators, never rescanning it.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 from agent_knowledge.ingest.markdown import Heading, headings
@@ -24,9 +28,12 @@ TARGET_CHARS = 700
 MIN_CHARS_BEFORE_HEADING = 200
 MAX_SENTENCE_CHARS = 1000
 
-_BLOCK = re.compile(r"[^\n]*\S[^\n]*(?:\n[^\n]*\S[^\n]*)*")
+# How often (in units) `chunk_text` calls its checkpoint.
+CHECKPOINT_UNITS = 256
 # End of a sentence: the position right after the terminator (and any closing quotes/brackets).
-_SENTENCE_END = re.compile(r"(?:[.!?]+[\"'”’)\]]*(?=\s)|[。！？；]+[”’」』）\]]*|\n)")
+# Only at the start of a run of `.!?` (the lookbehind), taken whole (possessive): a long run
+# without a space after it is then scanned once, not once from each of its characters.
+_SENTENCE_END = re.compile(r"(?:(?<![.!?])[.!?]++[\"'”’)\]]*+(?=\s)|[。！？；]+[”’」』）\]]*|\n)")
 
 
 @dataclass(frozen=True)
@@ -44,29 +51,43 @@ class _Unit:
 
 
 def _trimmed(body: str, start: int, end: int) -> tuple[int, int] | None:
-    while start < end and body[start].isspace():
-        start += 1
-    while end > start and body[end - 1].isspace():
-        end -= 1
-    return (start, end) if start < end else None
+    piece = body[start:end]
+    stripped = piece.lstrip()
+    if not stripped:
+        return None
+    start += len(piece) - len(stripped)
+    return start, start + len(stripped.rstrip())
 
 
-def _blocks(body: str) -> list[_Unit]:
+def _block_spans(body: str) -> Iterator[tuple[int, int]]:
+    """Runs of non-blank lines: from the start of the first to the end of the last (no `\\n`)."""
+    start = block = 0
+    while start <= len(body):
+        end = body.find("\n", start)
+        end = len(body) if end < 0 else end
+        if body[start:end].isspace() or start == end:
+            if block < start:
+                yield block, start - 1
+            block = end + 1
+        start = end + 1
+    if block < len(body):
+        yield block, len(body)
+
+
+def _blocks(body: str) -> Iterator[_Unit]:
     """Paragraph blocks, with headings split out as blocks of their own."""
-    units: list[_Unit] = []
     pending: list[Heading] = headings(body)[::-1]  # popped in body order
-    for block in _BLOCK.finditer(body):
-        cursor = block.start()
-        while pending and pending[-1].start < block.end():
+    for block_start, block_end in _block_spans(body):
+        cursor = block_start
+        while pending and pending[-1].start < block_end:
             heading = pending.pop()
             if (span := _trimmed(body, cursor, heading.start)) is not None:
-                units.append(_Unit(*span, heading=False))
+                yield _Unit(*span, heading=False)
             if (span := _trimmed(body, heading.start, heading.end)) is not None:
-                units.append(_Unit(*span, heading=True))
+                yield _Unit(*span, heading=True)
             cursor = heading.end
-        if (span := _trimmed(body, cursor, block.end())) is not None:
-            units.append(_Unit(*span, heading=False))
-    return units
+        if (span := _trimmed(body, cursor, block_end)) is not None:
+            yield _Unit(*span, heading=False)
 
 
 def _hard_split(body: str, start: int, end: int) -> list[_Unit]:
@@ -84,33 +105,32 @@ def _hard_split(body: str, start: int, end: int) -> list[_Unit]:
     return pieces
 
 
-def _sentences(body: str, unit: _Unit) -> list[_Unit]:
-    pieces: list[_Unit] = []
+def _sentences(body: str, unit: _Unit) -> Iterator[_Unit]:
     cursor = unit.start
     for end in _SENTENCE_END.finditer(body, unit.start, unit.end):
         if (span := _trimmed(body, cursor, end.end())) is not None:
-            pieces.extend(_hard_split(body, *span))
+            yield from _hard_split(body, *span)
         cursor = end.end()
     if (span := _trimmed(body, cursor, unit.end)) is not None:
-        pieces.extend(_hard_split(body, *span))
-    return pieces
+        yield from _hard_split(body, *span)
 
 
-def _units(body: str) -> list[_Unit]:
-    units: list[_Unit] = []
+def _units(body: str) -> Iterator[_Unit]:
     for block in _blocks(body):
         if block.end - block.start > TARGET_CHARS and not block.heading:
-            units.extend(_sentences(body, block))
+            yield from _sentences(body, block)
         else:
-            units.append(block)
-    return units
+            yield block
 
 
-def chunk_text(body: str) -> list[Chunk]:
+def chunk_text(body: str, checkpoint: Callable[[], None] | None = None) -> list[Chunk]:
+    """`checkpoint` is called every `CHECKPOINT_UNITS` units (it may raise to stop the work)."""
     chunks: list[Chunk] = []
     start = end = -1
     has_body = False
-    for unit in _units(body):
+    for count, unit in enumerate(_units(body)):
+        if checkpoint is not None and count % CHECKPOINT_UNITS == 0:
+            checkpoint()
         if start >= 0 and has_body:
             size = end - start
             if (unit.heading and size >= MIN_CHARS_BEFORE_HEADING) or unit.end - start > TARGET_CHARS:

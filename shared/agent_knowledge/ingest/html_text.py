@@ -1,14 +1,21 @@
-"""HTML to clean text with the standard library's parser.
+"""HTML to clean text, with a small tokenizer that reads the markup once.
 
 Block elements become paragraphs separated by blank lines, headings become Markdown headings
 (so the chunker keeps them with their paragraph), `<pre>` keeps its line breaks, scripts,
-styles and other non-content elements are dropped, entities are decoded.
+styles, comments and other non-content elements are dropped, entities are decoded.
+
+Why not `html.parser`: on malformed input (many unclosed `<a b='`, `<!--`, `<meta `) it rescans
+the rest of the document from every construct, quadratic time, and `<![` can make it raise.
+Here, as in a browser, a comment, tag or script/style body left open runs to the end of the
+document, so every character is scanned a bounded number of times: linear in the input.
 """
 
 from __future__ import annotations
 
+import html
 import re
-from html.parser import HTMLParser
+from collections.abc import Iterator
+from typing import Literal
 
 _SKIP = {"script", "style", "head", "noscript", "template", "svg", "nav", "iframe", "object"}
 _BLOCK = {
@@ -20,17 +27,80 @@ _HEADINGS = {"h1": 1, "h2": 2, "h3": 3, "h4": 4, "h5": 5, "h6": 6}
 _VOID = {"br", "hr", "img", "input", "meta", "link", "area", "base", "col", "embed", "source", "track", "wbr"}
 _SPACES = re.compile(r"[ \t\r\f\v\n]+")
 
+# A start or end tag up to (not including) its `>`: the name, then separators and attributes, a
+# quoted value may hold `>`. Possessive (`*+`), so a tag that never closes is scanned once, not
+# once per way to split it. The last `sep` ending right before `>` with `/` makes `<br/>`.
+_TAG = re.compile(
+    r"""</?([A-Za-z][^\t\n\f\r />\x00]*)
+    (?:(?P<sep>[\t\n\f\r /]+)
+      |[^\t\n\f\r />][^\t\n\f\r /=>]*
+       (?:[\t\n\f\r ]*=[\t\n\f\r ]*(?:"[^"]*"?|'[^']*'?|[^\t\n\f\r >]*))?
+    )*+""",
+    re.VERBOSE,
+)
+# Elements whose content is text up to their end tag, not markup (as `html.parser` reads them).
+_RAW_TEXT_END = {name: re.compile(rf"</{name}(?=[\t\n\f\r />])", re.IGNORECASE) for name in ("script", "style")}
+_COMMENT_END = re.compile(r"--!?>")
 
-class _TextExtractor(HTMLParser):
+Kind = Literal["text", "start", "end"]
+
+
+def html_tokens(text: str) -> Iterator[tuple[Kind, str, bool, int]]:
+    """(kind, tag name or decoded text, self-closing, end offset) of each token, in order.
+
+    Comments, declarations and processing instructions yield nothing; the text of a script or
+    style element is yielded undecoded. Input that ends inside a construct ends the tokens."""
+    i, n = 0, len(text)
+    while i < n:
+        j = text.find("<", i)
+        if j < 0:
+            j = n
+        if i < j:
+            yield "text", html.unescape(text[i:j]), False, j
+        if j >= n:
+            return
+        if (tag := _TAG.match(text, j)) is not None:
+            end = tag.end()
+            if end >= n:
+                return  # a tag left open: the rest of the document is inside it
+            closed = tag.group("sep") is not None and tag.end("sep") == end and text[end - 1] == "/"
+            name, i = tag.group(1).lower(), end + 1
+            if text[j + 1] == "/":
+                yield "end", name, False, i
+                continue
+            yield "start", name, closed, i
+            if name in _RAW_TEXT_END and not closed:
+                found = _RAW_TEXT_END[name].search(text, i)
+                close = found.start() if found else n
+                if i < close:
+                    yield "text", text[i:close], False, close
+                i = close
+        elif text.startswith("<!--", j):
+            if text.startswith(">", j + 4) or text.startswith("->", j + 4):  # `<!-->`, `<!--->`: empty
+                i = text.index(">", j + 4) + 1
+                continue
+            found = _COMMENT_END.search(text, j + 4)
+            i = found.end() if found else n
+        elif text.startswith("<![CDATA[", j):
+            close = text.find("]]>", j + 9)
+            i = close + 3 if close >= 0 else n
+        elif text.startswith(("<!", "</", "<?"), j):  # declarations, `</>`, bogus comments
+            close = text.find(">", j + 2)
+            i = close + 1 if close >= 0 else n
+        else:
+            yield "text", "<", False, j + 1
+            i = j + 1
+
+
+class _TextExtractor:
     def __init__(self) -> None:
-        super().__init__(convert_charrefs=True)
         self.paragraphs: list[str] = []
         self._current: list[str] = []
         self._skip_depth = 0
         self._pre_depth = 0
         self._heading: int | None = None
 
-    def _flush(self) -> None:
+    def flush(self) -> None:
         text = "".join(self._current)
         self._current = []
         text = text.strip("\n") if self._pre_depth else _SPACES.sub(" ", text).strip()
@@ -40,13 +110,13 @@ class _TextExtractor(HTMLParser):
             text = "#" * self._heading + " " + _SPACES.sub(" ", text).strip()
         self.paragraphs.append(text)
 
-    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+    def handle_starttag(self, tag: str) -> None:
         if tag in _SKIP:
             if tag not in _VOID:
                 self._skip_depth += 1
             return
         if tag in _HEADINGS or tag in _BLOCK:
-            self._flush()
+            self.flush()
         if tag in _HEADINGS:
             self._heading = _HEADINGS[tag]
         elif tag == "pre":
@@ -59,7 +129,7 @@ class _TextExtractor(HTMLParser):
             self._skip_depth = max(0, self._skip_depth - 1)
             return
         if tag in _HEADINGS or tag in _BLOCK:
-            self._flush()
+            self.flush()
         if tag in _HEADINGS:
             self._heading = None
         elif tag == "pre":
@@ -71,8 +141,15 @@ class _TextExtractor(HTMLParser):
 
 
 def html_to_text(html: str) -> str:
-    parser = _TextExtractor()
-    parser.feed(html)
-    parser.close()
-    parser._flush()
-    return "\n\n".join(parser.paragraphs)
+    extractor = _TextExtractor()
+    for kind, value, closed, _ in html_tokens(html):
+        if kind == "text":
+            extractor.handle_data(value)
+        elif kind == "end":
+            extractor.handle_endtag(value)
+        else:  # `<br/>`: a start and an end tag, as `html.parser` reports it
+            extractor.handle_starttag(value)
+            if closed:
+                extractor.handle_endtag(value)
+    extractor.flush()
+    return "\n\n".join(extractor.paragraphs)

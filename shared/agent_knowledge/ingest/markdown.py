@@ -5,6 +5,9 @@ CommonMark defines them, except inside fenced code blocks (a `# comment` in a sh
 a heading). A leading YAML front matter block (`---` … `---`) is neither heading nor title text.
 The chunker uses the heading spans to keep a heading with what follows it; the title finder
 uses the first heading's text. Everything works on `str` offsets of the given text.
+
+Every line is read once with bounded work (string methods, regular expressions that cannot
+backtrack): linear in the text, whatever it holds.
 """
 
 from __future__ import annotations
@@ -13,9 +16,11 @@ import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-_ATX = re.compile(r"[ ]{0,3}(#{1,6})(?:[ \t]+(.*?))?(?:[ \t]+#+)?[ \t\r]*")
+# A longer "heading" is a paragraph: no real heading is that long, and the chunker never splits
+# a heading, so an unbounded one would make an unbounded chunk.
+MAX_HEADING_CHARS = 1000
 _SETEXT_UNDERLINE = re.compile(r"[ ]{0,3}(?:=+|-+)[ \t\r]*")
-_THEMATIC_BREAK = re.compile(r"[ ]{0,3}([-*_])(?:[ \t]*\1){2,}[ \t\r]*")
+_THEMATIC_BREAK = re.compile(r"[ ]{0,3}([-*_])(?:[ \t]*+\1){2,}+[ \t\r]*+")
 _FENCE = re.compile(r"[ ]{0,3}(`{3,}|~{3,})")
 # Lines that open another kind of block, so they cannot be (the start of) a Setext heading's text.
 _OTHER_BLOCK = re.compile(r"[ ]{0,3}(?:[-*+][ \t]|\d{1,9}[.)](?:[ \t]|\r?$)|>|\||<[A-Za-z/!?])")
@@ -24,7 +29,7 @@ _OTHER_BLOCK = re.compile(r"[ ]{0,3}(?:[-*+][ \t]|\d{1,9}[.)](?:[ \t]|\r?$)|>|\|
 _FRONT_MATTER = re.compile(
     r"---[ \t]*\r?\n(?=[A-Za-z_][\w -]*:)(?:.*?\r?\n)??(?:---|\.\.\.)[ \t]*(?:\r?\n|$)", re.DOTALL
 )
-_FRONT_MATTER_TITLE = re.compile(r"^title:[ \t]*(.+?)[ \t\r]*$", re.MULTILINE)
+_FRONT_MATTER_TITLE = re.compile(r"^title:[ \t]*(.+)$", re.MULTILINE)  # (trailing blanks: rstrip)
 
 
 @dataclass(frozen=True)
@@ -47,7 +52,7 @@ def front_matter_title(text: str) -> str | None:
     match = _FRONT_MATTER_TITLE.search(text, 0, end)
     if match is None:
         return None
-    value = match.group(1)
+    value = match.group(1).rstrip(" \t\r")
     if len(value) >= 2 and value[0] == value[-1] and value[0] in "\"'":
         value = value[1:-1]
     return " ".join(value.split()) or None
@@ -67,9 +72,27 @@ def _clean(text: str) -> str:
     return " ".join(text.split())
 
 
-def headings(text: str) -> list[Heading]:
-    """Every heading of the text, in order; a Setext heading spans its text and its underline."""
-    found: list[Heading] = []
+def _atx(line: str) -> tuple[int, str] | None:
+    """(level, text) of an ATX heading line as CommonMark reads it (`## Install ##` → 2, Install);
+    what `[ ]{0,3}(#{1,6})(?:[ \t]+(.*?))?(?:[ \t]+#+)?[ \t\r]*` would match, with string methods
+    (that pattern backtracks quadratically on a long run of blanks)."""
+    marks = line.lstrip(" ")
+    if len(line) - len(marks) > 3 or not marks.startswith("#") or len(line) > MAX_HEADING_CHARS:
+        return None
+    rest = marks.lstrip("#")
+    level = len(marks) - len(rest)
+    if level > 6:
+        return None
+    if not rest.startswith((" ", "\t")):
+        return None if rest.strip(" \t\r") else (level, "")
+    text = rest.lstrip(" \t").rstrip(" \t\r")
+    unclosed = text.rstrip("#")  # a closing `#` sequence counts only after a blank
+    if unclosed != text and unclosed[-1:] in (" ", "\t"):
+        text = unclosed
+    return level, _clean(text)
+
+
+def _headings(text: str) -> Iterator[Heading]:
     fence: str | None = None  # the open code fence (its backticks or tildes), if any
     paragraph: int | None = None  # start offset of the run of paragraph lines the next line may underline
     previous_end = 0
@@ -88,21 +111,29 @@ def headings(text: str) -> list[Heading]:
             paragraph = None
         elif opening := _FENCE.match(line):
             fence, paragraph = opening.group(1), None
-        elif atx := _ATX.fullmatch(line):
-            found.append(Heading(start, end, len(atx.group(1)), _clean(atx.group(2) or "")))
+        elif atx := _atx(line):
+            yield Heading(start, end, atx[0], atx[1])
             paragraph = None
-        elif paragraph is not None and _SETEXT_UNDERLINE.fullmatch(line):
+        elif (
+            paragraph is not None
+            and previous_end - paragraph <= MAX_HEADING_CHARS
+            and _SETEXT_UNDERLINE.fullmatch(line)
+        ):
             level = 1 if line.strip()[0] == "=" else 2
-            found.append(Heading(paragraph, end, level, _clean(text[paragraph:previous_end])))
+            yield Heading(paragraph, end, level, _clean(text[paragraph:previous_end]))
             paragraph = None
         elif _THEMATIC_BREAK.fullmatch(line) or _OTHER_BLOCK.match(line):
             paragraph = None
         elif paragraph is None:
             paragraph = start
         previous_end = end
-    return found
+
+
+def headings(text: str) -> list[Heading]:
+    """Every heading of the text, in order; a Setext heading spans its text and its underline."""
+    return list(_headings(text))
 
 
 def first_heading(text: str) -> str | None:
     """The text of the first non-empty heading."""
-    return next((heading.text for heading in headings(text) if heading.text), None)
+    return next((heading.text for heading in _headings(text) if heading.text), None)

@@ -20,9 +20,9 @@ from typing import Any, Literal
 from urllib.parse import unquote_plus
 
 from agent_knowledge.ingest.content import MAX_BODY_BYTES, MEDIA_TYPES, IngestError
-from agent_knowledge.ingest.documents import Ingestor, IngestResult, SourceVersion
+from agent_knowledge.ingest.ingestor import Ingestor, IngestResult, SourceVersion
 from agent_knowledge.ingest.source_files import media_type_of, title_from_metadata
-from agent_knowledge.repositories import Repositories
+from agent_knowledge.repositories.bundle import Repositories
 from agent_knowledge.repositories.queues import IndexMessage
 from agent_knowledge.repositories.sources import SourceObjects, SourceTooLarge
 from agent_knowledge.runtime.clock import Clock, system_clock

@@ -16,7 +16,7 @@ from pydantic import BaseModel, ConfigDict
 
 from agent_knowledge.ingest.content import IngestError
 from agent_knowledge.records import DocumentRecord, KnowledgeBaseRecord
-from agent_knowledge.repositories import Repositories
+from agent_knowledge.repositories.bundle import Repositories
 from agent_knowledge.runtime.clock import Clock, system_clock
 
 ListingStatus = Literal["ready", "pending", "failed"]

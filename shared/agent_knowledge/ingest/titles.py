@@ -13,32 +13,70 @@ import html
 import re
 from pathlib import PurePosixPath
 
+from agent_knowledge.ingest.html_text import html_tokens
 from agent_knowledge.ingest.markdown import first_heading, front_matter_title, headings
 
 MAX_TITLE_CHARS = 200
 # A first line longer than this is a paragraph, not a title.
 MAX_FIRST_LINE_TITLE_CHARS = 120
 SOURCE_SUFFIXES = (".md", ".markdown", ".txt", ".html", ".htm")
-_HTML_TITLE = re.compile(r"<title\b[^>]*>(.*?)</title\s*>|<h1\b[^>]*>(.*?)</h1\s*>", re.IGNORECASE | re.DOTALL)
-_TAG = re.compile(r"<[^>]+>")
-_FIRST_LINES = re.compile(r"\A\s*([^\n]*\S)[ \t\r]*(?:\n|\Z)([^\n]*)")
+# A `<title>` or `<h1>` is looked at only up to this far from its start tag: a longer one is not
+# a title, and a bound keeps the search linear (unclosed tags are not rescanned to the end).
+MAX_HTML_TITLE_SOURCE_CHARS = 16 * 1024
+# Titles come from real markup only: not from comments (the tokenizer drops them), scripts,
+# styles, templates, `<noscript>`, nor an SVG or MathML `<title>`.
+_NOT_DOCUMENT_MARKUP = {"script", "style", "template", "noscript", "svg", "math"}
+_TITLE_END = re.compile(r"</title(?=[\t\n\f\r />])", re.IGNORECASE)
+_TAG = re.compile(r"<[^<>]+>")  # `[^<>]`: each `<` starts at most one scan
 
 
 def _html_title(text: str) -> str | None:
-    match = _HTML_TITLE.search(text)
-    if match is None:
-        return None
-    return html.unescape(_TAG.sub("", match.group(1) or match.group(2) or ""))
+    """The first `<title>` or `<h1>` of the document, whichever comes first."""
+    hidden = 0  # depth inside elements that are not the document's markup
+    title_end = -1  # the next `</title` (one search serves every `<title>` before it)
+    h1: list[str] | None = None  # the text of the `<h1>` being read, if any
+    h1_start = 0
+    for kind, value, closed, end in html_tokens(text):
+        if kind == "text":
+            if h1 is not None and not hidden:
+                h1.append(value)
+        elif value in _NOT_DOCUMENT_MARKUP:
+            if kind == "end" or not closed:
+                hidden = hidden + 1 if kind == "start" else max(0, hidden - 1)
+        elif h1 is not None:
+            if kind == "end" and value == "h1":
+                return "".join(h1)
+        elif hidden:
+            continue
+        elif kind == "start" and value == "title":
+            if title_end < end:
+                found = _TITLE_END.search(text, end)
+                title_end = found.start() if found else len(text)
+            if title_end < len(text) and title_end - end <= MAX_HTML_TITLE_SOURCE_CHARS:
+                return html.unescape(_TAG.sub("", text[end:title_end]))
+        elif kind == "start" and value == "h1":
+            h1, h1_start = [], end
+        if h1 is not None and end - h1_start > MAX_HTML_TITLE_SOURCE_CHARS:
+            h1 = None  # never closed, or too long to be a title
+    return None
 
 
 def _text_title(text: str) -> str | None:
     found = headings(text)
     if found and found[0].text and not text[: found[0].start].strip():
         return found[0].text  # a Setext (or `#`) heading on the first line
-    match = _FIRST_LINES.match(text)
-    if match is None or match.group(2).strip():
+    # The first non-blank line, if the next line is blank (plain string scans: linear).
+    start = len(text) - len(text.lstrip())
+    if start == len(text):
+        return None
+    line_end = text.find("\n", start)
+    line_end = len(text) if line_end < 0 else line_end
+    first = text[start:line_end].rstrip()
+    if text[start + len(first) : line_end].strip(" \t\r"):
+        return None  # other trailing white space (form feed, …): not a title line
+    next_end = text.find("\n", line_end + 1)
+    if line_end < len(text) and text[line_end + 1 : len(text) if next_end < 0 else next_end].strip():
         return None  # the first line runs on into a paragraph
-    first = match.group(1).strip()
     return first if len(first) <= MAX_FIRST_LINE_TITLE_CHARS else None
 
 

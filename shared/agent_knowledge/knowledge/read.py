@@ -25,7 +25,7 @@ from agent_knowledge.errors import (
     ScopeChanged,
 )
 from agent_knowledge.identity.caller import open_workspace
-from agent_knowledge.identity.runs import authorize_run
+from agent_knowledge.identity.run_access import authorize_run
 from agent_knowledge.knowledge.body_window import BodyWindow, read_body_window
 from agent_knowledge.knowledge.read_budget import plan_page, window_end
 from agent_knowledge.limits import READ_CHAIN_MAX_BYTES

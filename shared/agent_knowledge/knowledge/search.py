@@ -11,10 +11,10 @@ from dataclasses import dataclass
 
 from agent_knowledge.identity.caller import Caller
 from agent_knowledge.identity.scope import Scope, load_scope
+from agent_knowledge.index.query import retrieve
 from agent_knowledge.knowledge.hints import fit_hints, hint_drafts, search_status
 from agent_knowledge.models import SearchResponse
 from agent_knowledge.records import RunRecord
-from agent_knowledge.retrieval import retrieve
 from agent_knowledge.runtime.container import Dependencies
 from agent_knowledge.runtime.observability import metrics
 

@@ -1,5 +1,5 @@
 """Document bodies in S3, under a key unique to the write that stored it; also the search index's
-files (`agent_knowledge.retrieval.layout`), uploaded and downloaded as streams.
+files (`agent_knowledge.index.layout`), uploaded and downloaded as streams.
 
 Each object records the SHA-256 of its bytes in its metadata. Reads are ranged and
 conditional on the ETag recorded at ingest (`IfMatch`), so a page is served from exactly the
@@ -15,7 +15,7 @@ from typing import Any, BinaryIO, Protocol
 
 from botocore.exceptions import ClientError
 
-from agent_knowledge.repositories.errors import is_missing_object, is_replaced_object, storage_errors
+from agent_knowledge.repositories.aws_errors import is_missing_object, is_replaced_object, storage_errors
 
 SHA256_METADATA = "sha256"
 # Streaming downloads hand the object over in pieces of this size: never the whole object in memory.

@@ -18,7 +18,7 @@ from agent_knowledge.repositories.config import (
 from agent_knowledge.repositories.documents import DocumentRepository
 from agent_knowledge.repositories.runs import RunRepository
 from agent_knowledge.repositories.sessions import SessionRepository
-from agent_knowledge.repositories.turns import TurnRepository
+from agent_knowledge.repositories.turn_store import TurnRepository
 from agent_knowledge.settings import Settings, get_settings
 
 

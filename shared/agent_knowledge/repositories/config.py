@@ -8,9 +8,9 @@ from typing import Any, Generic, TypeVar
 from pydantic import BaseModel
 
 from agent_knowledge.records import ClientRecord, KnowledgeBaseRecord, RouteRecord, TaskRecord
-from agent_knowledge.repositories.batch import Lookup, batch_get
+from agent_knowledge.repositories.aws_errors import storage_errors
+from agent_knowledge.repositories.batch_get import Lookup, batch_get
 from agent_knowledge.repositories.dynamo import Table, from_item, key, to_item
-from agent_knowledge.repositories.errors import storage_errors
 
 RecordT = TypeVar("RecordT", bound=BaseModel)
 

@@ -9,9 +9,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from agent_knowledge.records import DocumentRecord
-from agent_knowledge.repositories.batch import Lookup, batch_get
+from agent_knowledge.repositories.aws_errors import storage_errors
+from agent_knowledge.repositories.batch_get import Lookup, batch_get
 from agent_knowledge.repositories.dynamo import Table, from_item, key, to_item
-from agent_knowledge.repositories.errors import storage_errors
 
 # What validating a hit, signing a reference and serving a body need of a record; the rest
 # (chunk offsets above all: a long list per document) is never read on the query path. Records read

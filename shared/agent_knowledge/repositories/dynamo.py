@@ -14,7 +14,7 @@ from typing import Any
 from botocore.exceptions import ClientError
 
 from agent_knowledge.errors import KnowledgeUnavailable
-from agent_knowledge.repositories.errors import (
+from agent_knowledge.repositories.aws_errors import (
     is_cancelled_transaction,
     is_conditional_failure,
     is_transaction_conflict,

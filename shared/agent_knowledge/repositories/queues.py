@@ -7,7 +7,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from agent_knowledge.repositories.errors import storage_errors
+from agent_knowledge.repositories.aws_errors import storage_errors
 
 MAX_BATCH = 10  # SendMessageBatch's limit
 

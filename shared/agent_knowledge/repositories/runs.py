@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from agent_knowledge.records import RunRecord
-from agent_knowledge.repositories.batch import Lookup
+from agent_knowledge.repositories.batch_get import Lookup
 from agent_knowledge.repositories.dynamo import Table, key
 
 TTL_GRACE_SECONDS = 86_400

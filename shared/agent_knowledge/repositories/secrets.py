@@ -6,7 +6,7 @@ from collections.abc import Callable
 from typing import Any
 
 from agent_knowledge.errors import KnowledgeUnavailable
-from agent_knowledge.repositories.errors import storage_errors
+from agent_knowledge.repositories.aws_errors import storage_errors
 
 
 class SecretStore:

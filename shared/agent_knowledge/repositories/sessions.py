@@ -6,7 +6,7 @@ import hashlib
 from typing import Any
 
 from agent_knowledge.records import SessionRecord
-from agent_knowledge.repositories.batch import Lookup
+from agent_knowledge.repositories.batch_get import Lookup
 from agent_knowledge.repositories.dynamo import Table, key
 
 SESSION_ID_INDEX = "by_session_id"

@@ -8,7 +8,7 @@ from typing import Any
 
 from botocore.exceptions import ClientError
 
-from agent_knowledge.repositories.errors import storage_errors
+from agent_knowledge.repositories.aws_errors import storage_errors
 
 
 class SourceTooLarge(Exception):

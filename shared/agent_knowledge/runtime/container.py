@@ -13,7 +13,8 @@ from dataclasses import dataclass, field
 
 from agent_knowledge.references.codec import TokenCodec
 from agent_knowledge.references.server_token import default_codec, reset_codec
-from agent_knowledge.repositories import Repositories, aws, default_repositories, reset_repositories
+from agent_knowledge.repositories import aws
+from agent_knowledge.repositories.bundle import Repositories, default_repositories, reset_repositories
 from agent_knowledge.repositories.queues import IndexQueue
 from agent_knowledge.repositories.sources import SourceObjects
 from agent_knowledge.runtime.clock import Clock, system_clock
@@ -82,7 +83,7 @@ def reset_container_caches() -> None:
     """
     # Only if retrieval was imported (nothing is cached otherwise): importing it here would load
     # tantivy into functions that never search.
-    index_cache = sys.modules.get("agent_knowledge.retrieval.index_cache")
+    index_cache = sys.modules.get("agent_knowledge.index.reader_cache")
     if index_cache is not None:
         index_cache.reset_local_state()
     reset_codec()

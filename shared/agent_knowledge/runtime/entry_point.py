@@ -9,13 +9,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from aws_lambda_powertools.event_handler.api_gateway import APIGatewayHttpResolver
 from aws_lambda_powertools.logging import correlation_paths
 
 from agent_knowledge.identity.caller import Workspace, open_workspace
 from agent_knowledge.runtime.container import Dependencies, create_clients_at_init, default_dependencies
 from agent_knowledge.runtime.http import header, resolve
 from agent_knowledge.runtime.observability import Handler, logger, metrics, traced
-from agent_knowledge.runtime.resolver import APIGatewayHttpResolver
 
 
 @dataclass(frozen=True)

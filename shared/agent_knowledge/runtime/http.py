@@ -16,13 +16,13 @@ import base64
 import binascii
 from typing import Any, TypeVar
 
+from aws_lambda_powertools.event_handler.api_gateway import APIGatewayHttpResolver, Response
 from pydantic import BaseModel, ValidationError
 
 from agent_knowledge import errors, strict_json, wire
 from agent_knowledge.limits import REQUEST_MAX_BODY_BYTES
 from agent_knowledge.models import ParsedBody
 from agent_knowledge.runtime.observability import logger
-from agent_knowledge.runtime.resolver import APIGatewayHttpResolver, Response
 
 JSON = "application/json"
 

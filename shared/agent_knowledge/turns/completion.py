@@ -20,10 +20,10 @@ from agent_knowledge.identity.caller import bearer_token, check_access, check_se
 from agent_knowledge.identity.scope import canonical_json
 from agent_knowledge.limits import RUN_ID_MAX_CHARS
 from agent_knowledge.records import RunRecord
-from agent_knowledge.repositories.batch import batch_get
-from agent_knowledge.repositories.turns import CompletionClaim
+from agent_knowledge.repositories.batch_get import batch_get
+from agent_knowledge.repositories.turn_store import CompletionClaim
 from agent_knowledge.runtime.container import Dependencies
-from agent_knowledge.turns.models import CompleteRunRequest, CompleteRunResponse
+from agent_knowledge.turns.payloads import CompleteRunRequest, CompleteRunResponse
 
 # Not a valid route name (see identity.caller): the access check fails with 404 for an unknown run.
 _NO_ROUTE = "-"

@@ -29,14 +29,14 @@ from dataclasses import dataclass, replace
 from agent_knowledge import wire
 from agent_knowledge.errors import KnowledgeUnavailable, RunNotReady, TaskNotActive, TurnConflict
 from agent_knowledge.identity.caller import Caller, Workspace
-from agent_knowledge.identity.runs import UNREAD, ensure_task_usable
+from agent_knowledge.identity.run_access import UNREAD, ensure_task_usable
 from agent_knowledge.identity.scope import Scope, canonical_json
 from agent_knowledge.records import RunRecord
-from agent_knowledge.repositories.turns import TurnClaim
+from agent_knowledge.repositories.turn_store import TurnClaim
 from agent_knowledge.runtime.container import Dependencies
 from agent_knowledge.runtime.observability import logger, metrics
 from agent_knowledge.turns.context import prepare_context
-from agent_knowledge.turns.models import TaskBinding, TurnRequest
+from agent_knowledge.turns.payloads import TaskBinding, TurnRequest
 
 # A preparer that has not finished within this time is presumed gone; a replay may take over.
 LEASE_SECONDS = 30

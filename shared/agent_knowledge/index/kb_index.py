@@ -17,15 +17,15 @@ from typing import Any
 
 import tantivy
 
-from agent_knowledge.retrieval import schema as fields
-from agent_knowledge.retrieval.analyzer import (
+from agent_knowledge.index import schema as fields
+from agent_knowledge.index.analyzer import (
     QueryTokens,
     cjk_spans,
     is_cjk,
     latin_candidates,
     stem_prefixes,
 )
-from agent_knowledge.retrieval.builder import IndexedChunk
+from agent_knowledge.index.builder import IndexedChunk
 
 
 @dataclass(frozen=True)

@@ -24,8 +24,8 @@ import uuid
 from collections.abc import Iterable
 from typing import BinaryIO, Protocol
 
+from agent_knowledge.index.layout import IndexCorrupt, IndexManifest
 from agent_knowledge.repositories.bodies import BodyMissing, Sink
-from agent_knowledge.retrieval.layout import IndexCorrupt, IndexManifest
 
 ROOT = os.path.join(tempfile.gettempdir(), "agent-knowledge-indexes")
 

@@ -22,6 +22,8 @@ from dataclasses import dataclass
 from typing import Literal
 
 from agent_knowledge.errors import KnowledgeError, KnowledgeUnavailable
+from agent_knowledge.index.publish import clear_marks, marked_records, publish_pending
+from agent_knowledge.index.recent_chunks import RecentChunks
 from agent_knowledge.ingest.content import (
     MAX_BODY_BYTES,
     MEDIA_TYPES,
@@ -29,11 +31,9 @@ from agent_knowledge.ingest.content import (
     PreparedDocument,
     prepare_document,
 )
-from agent_knowledge.ingest.indexing import clear_marks, marked_records, publish_pending
-from agent_knowledge.ingest.recent_chunks import RecentChunks
 from agent_knowledge.records import DocumentRecord, KnowledgeBaseRecord
-from agent_knowledge.repositories import Repositories
 from agent_knowledge.repositories.bodies import body_key
+from agent_knowledge.repositories.bundle import Repositories
 from agent_knowledge.repositories.documents import document_id
 from agent_knowledge.runtime.clock import Clock, system_clock
 from agent_knowledge.runtime.observability import logger
@@ -181,7 +181,7 @@ class Ingestor:
         self.knowledge_base(kb_id)
         result = self._store(kb_id, source_key, prepared, source)
         if rebuild_index and result.document.index_pending_since is not None:
-            from agent_knowledge.ingest.index_update import update_kb_index  # tantivy: index paths only
+            from agent_knowledge.index.update import update_kb_index  # tantivy: index paths only
 
             publish_pending(self._repositories, kb_id, [result.document.doc_id], update_kb_index)
             current = self._repositories.documents.get(kb_id, result.document.doc_id)
@@ -334,7 +334,7 @@ class Ingestor:
         deleted = self._repositories.documents.delete(kb_id, doc_id)
         self._discard(existing.body_key)
         if rebuild_index:  # an incremental update: only this document's chunks leave the index
-            from agent_knowledge.ingest.index_update import update_kb_index  # tantivy: index paths only
+            from agent_knowledge.index.update import update_kb_index  # tantivy: index paths only
 
             update_kb_index(self._repositories, kb_id, [doc_id], known=self._recent)
         return deleted
@@ -348,7 +348,7 @@ class Ingestor:
         Every change pending before the rebuild is in it, so their marks are cleared."""
         self.knowledge_base(kb_id)
         marked = marked_records(self._repositories, kb_id)
-        from agent_knowledge.ingest.index_rebuild import rebuild_kb_index  # tantivy: index paths only
+        from agent_knowledge.index.rebuild import rebuild_kb_index  # tantivy: index paths only
 
         generation = rebuild_kb_index(self._repositories, kb_id, known=self._recent)
         clear_marks(self._repositories, marked)

@@ -4,7 +4,7 @@ Latin (and any other non-CJK) text becomes Unicode word tokens; CJK runs become 
 character bigrams, because Chinese has no spaces and bigrams need no dictionary. Every CJK
 character is also indexed on its own in a separate unigram field, so a one-character query
 still finds its character (a bigram field cannot). Lower-casing and English stemming happen
-in the search engine's analyzer (`agent_knowledge.retrieval.schema`), the same for both sides.
+in the search engine's analyzer (`agent_knowledge.index.schema`), the same for both sides.
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 
 Used by `agent-knowledge kb reindex`, for a KB's first index, after a schema/tokenizer or tantivy
 version change, and to repair a generation that cannot be read. The result has the same layout
-as an incremental update's (`agent_knowledge.retrieval.layout`). Chunk texts come from memory,
+as an incremental update's (`agent_knowledge.index.layout`). Chunk texts come from memory,
 from the newest kept generation that still loads (matched by revision and digests), and only
 otherwise from the document bodies. If another writer publishes while the rebuild runs, the
 rebuild catches up instead of starting over: it lists the records again and applies, to what it
@@ -14,9 +14,9 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from agent_knowledge.errors import KnowledgeUnavailable
-from agent_knowledge.ingest import index_writer
-from agent_knowledge.ingest.content import IngestError
-from agent_knowledge.ingest.index_chunks import (
+from agent_knowledge.index import writer as index_writer
+from agent_knowledge.index.builder import IndexedChunk, write_index
+from agent_knowledge.index.chunk_loader import (
     ChunkSource,
     PreviousIndex,
     RecentChunks,
@@ -24,13 +24,13 @@ from agent_knowledge.ingest.index_chunks import (
     left_out,
     load_all,
 )
+from agent_knowledge.index.kb_index import KbIndex
+from agent_knowledge.index.layout import IndexUnavailable
+from agent_knowledge.index.local_files import LocalFiles, local_files
+from agent_knowledge.index.reader_cache import open_generation
+from agent_knowledge.ingest.content import IngestError
 from agent_knowledge.records import DocumentRecord, KnowledgeBaseRecord
-from agent_knowledge.repositories import Repositories
-from agent_knowledge.retrieval.builder import IndexedChunk, write_index
-from agent_knowledge.retrieval.index_cache import open_generation
-from agent_knowledge.retrieval.kb_index import KbIndex
-from agent_knowledge.retrieval.layout import IndexUnavailable
-from agent_knowledge.retrieval.local_files import LocalFiles, local_files
+from agent_knowledge.repositories.bundle import Repositories
 from agent_knowledge.runtime.observability import logger
 
 

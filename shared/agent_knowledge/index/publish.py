@@ -14,7 +14,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 from agent_knowledge.records import DocumentRecord
-from agent_knowledge.repositories import Repositories
+from agent_knowledge.repositories.bundle import Repositories
 
 CLEARERS = 8
 

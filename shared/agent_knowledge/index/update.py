@@ -17,15 +17,15 @@ from __future__ import annotations
 from collections.abc import Collection
 
 from agent_knowledge.errors import KnowledgeUnavailable
-from agent_knowledge.ingest import index_writer
+from agent_knowledge.index import writer as index_writer
+from agent_knowledge.index.chunk_loader import RecentChunks, chunk_loader, verified
+from agent_knowledge.index.kb_index import KbIndex
+from agent_knowledge.index.layout import IndexManifest, IndexUnavailable
+from agent_knowledge.index.local_files import LocalFiles, local_files
+from agent_knowledge.index.rebuild import rebuild_kb_index
 from agent_knowledge.ingest.content import IngestError
-from agent_knowledge.ingest.index_chunks import RecentChunks, chunk_loader, verified
-from agent_knowledge.ingest.index_rebuild import rebuild_kb_index
 from agent_knowledge.records import DocumentRecord, KnowledgeBaseRecord
-from agent_knowledge.repositories import Repositories
-from agent_knowledge.retrieval.kb_index import KbIndex
-from agent_knowledge.retrieval.layout import IndexManifest, IndexUnavailable
-from agent_knowledge.retrieval.local_files import LocalFiles, local_files
+from agent_knowledge.repositories.bundle import Repositories
 from agent_knowledge.runtime.observability import logger
 
 _REBUILD = object()

@@ -25,7 +25,7 @@ DIGEST = "digest"
 CHUNK = "chunk"
 
 # Version of the index's contents: this schema, the analyzers below and the tokenization in
-# `agent_knowledge.retrieval.analyzer`. Bump it with any change to them: every manifest records it,
+# `agent_knowledge.index.analyzer`. Bump it with any change to them: every manifest records it,
 # readers refuse another version (that source fails, docs/DESIGN.md §10) and the next update of
 # each KB rebuilds its index in full.
 SCHEMA_VERSION = 1
@@ -38,7 +38,7 @@ BM25_K1 = 1.2
 
 
 def _words(stop_words: bool) -> tantivy.TextAnalyzer:
-    # Tokens arrive space-separated from agent_knowledge.retrieval.analyzer, so a whitespace tokenizer
+    # Tokens arrive space-separated from agent_knowledge.index.analyzer, so a whitespace tokenizer
     # keeps them one for one (before stop words are dropped).
     builder = tantivy.TextAnalyzerBuilder(tantivy.Tokenizer.whitespace()).filter(tantivy.Filter.lowercase())
     if stop_words:

@@ -25,7 +25,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, ValidationError
 
-from agent_knowledge.retrieval.schema import SCHEMA_VERSION
+from agent_knowledge.index.schema import SCHEMA_VERSION
 
 # Version of this manifest format (the keys below), independent of tantivy's and the schema's.
 FORMAT_VERSION = 1

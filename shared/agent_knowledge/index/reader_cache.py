@@ -3,7 +3,7 @@
 A request brings the KB record it just read (the generation and the manifests of the kept
 generations, newest first). While the cache serves that newest manifest, nothing is fetched.
 When a newer one appears, the cache reads its manifest, downloads only the files this container
-does not hold (`agent_knowledge.retrieval.local_files`), opens the new generation, swaps it in and
+does not hold (`agent_knowledge.index.local_files`), opens the new generation, swaps it in and
 lets go of the files only the old one used. If the newer generation cannot be loaded (manifest or
 file missing, corrupt, written by another schema or tantivy version), the cache falls back to the
 previous kept generations, or keeps what it serves, and tries again after RETRY_SECONDS; hits from
@@ -20,16 +20,16 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from agent_knowledge.errors import KnowledgeUnavailable
-from agent_knowledge.records import KnowledgeBaseRecord
-from agent_knowledge.repositories.bodies import BodyMissing, Sink
-from agent_knowledge.retrieval.kb_index import KbIndex
-from agent_knowledge.retrieval.layout import (
+from agent_knowledge.index.kb_index import KbIndex
+from agent_knowledge.index.layout import (
     IndexCorrupt,
     IndexManifest,
     IndexUnavailable,
     parse_manifest,
 )
-from agent_knowledge.retrieval.local_files import LocalFiles, local_files
+from agent_knowledge.index.local_files import LocalFiles, local_files
+from agent_knowledge.records import KnowledgeBaseRecord
+from agent_knowledge.repositories.bodies import BodyMissing, Sink
 from agent_knowledge.runtime.observability import logger
 
 # After a generation failed to load, serve what we have and try it again at most this often.

@@ -7,9 +7,9 @@ from __future__ import annotations
 
 import threading
 
+from agent_knowledge.index.chunks import IndexedChunk
 from agent_knowledge.ingest.content import chunk_digest
 from agent_knowledge.records import DocumentRecord
-from agent_knowledge.retrieval.chunks import IndexedChunk
 
 # Upper bound of the chunk text RecentChunks holds (characters).
 RECENT_CHUNKS_MAX_CHARS = 64 * 1024 * 1024

@@ -24,14 +24,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from agent_knowledge.errors import KnowledgeError
-from agent_knowledge.ingest.index_chunks import left_out, load_all
-from agent_knowledge.records import DocumentRecord, KnowledgeBaseRecord
-from agent_knowledge.repositories import Repositories
-from agent_knowledge.repositories.bodies import BodyMissing, BodyStore
-from agent_knowledge.retrieval import schema as fields
-from agent_knowledge.retrieval.builder import IndexedChunk, add_chunks, finish, open_writer
-from agent_knowledge.retrieval.index_cache import read_manifest
-from agent_knowledge.retrieval.layout import (
+from agent_knowledge.index import schema as fields
+from agent_knowledge.index.builder import IndexedChunk, add_chunks, finish, open_writer
+from agent_knowledge.index.chunk_loader import left_out, load_all
+from agent_knowledge.index.layout import (
     FILE_CONTENT_TYPE,
     FORMAT_VERSION,
     KEEP_GENERATIONS,
@@ -46,7 +42,11 @@ from agent_knowledge.retrieval.layout import (
     sha256_of_file,
     tantivy_version,
 )
-from agent_knowledge.retrieval.local_files import LocalFiles
+from agent_knowledge.index.local_files import LocalFiles
+from agent_knowledge.index.reader_cache import read_manifest
+from agent_knowledge.records import DocumentRecord, KnowledgeBaseRecord
+from agent_knowledge.repositories.bodies import BodyMissing, BodyStore
+from agent_knowledge.repositories.bundle import Repositories
 from agent_knowledge.runtime.observability import logger
 
 MAX_PUBLISH_ATTEMPTS = 20

@@ -17,8 +17,8 @@ from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
 from agent_knowledge.errors import KnowledgeUnavailable
+from agent_knowledge.repositories.aws_errors import storage_errors
 from agent_knowledge.repositories.dynamo import from_item
-from agent_knowledge.repositories.errors import storage_errors
 
 RecordT = TypeVar("RecordT")
 

@@ -16,7 +16,7 @@ from typing import Final
 from agent_knowledge.errors import RunNotFound, RunNotReady, TaskNotActive
 from agent_knowledge.identity.caller import Caller, Workspace
 from agent_knowledge.records import RunRecord, TaskRecord
-from agent_knowledge.repositories import Repositories
+from agent_knowledge.repositories.bundle import Repositories
 
 
 class _Unread:

@@ -2,7 +2,7 @@
 
 tantivy never rewrites a file: a commit adds new segment files and new delete files (bitsets of
 the deleted documents of an existing segment) and rewrites only meta.json. That is what makes an
-incremental update cheap to upload (`agent_knowledge.retrieval.layout`).
+incremental update cheap to upload (`agent_knowledge.index.layout`).
 
 Merge policy: tantivy's `LogMergePolicy` with its defaults (tantivy-py exposes no other). Segments
 are grouped in levels by size (below 10,000 chunks all in one level; above, a level per factor
@@ -18,9 +18,9 @@ from collections.abc import Iterable
 
 import tantivy
 
-from agent_knowledge.retrieval import schema as fields
-from agent_knowledge.retrieval.analyzer import cjk_unigrams, word_tokens
-from agent_knowledge.retrieval.chunks import IndexedChunk
+from agent_knowledge.index import schema as fields
+from agent_knowledge.index.analyzer import cjk_unigrams, word_tokens
+from agent_knowledge.index.chunks import IndexedChunk
 
 REBUILD_HEAP_BYTES = 64_000_000
 # An update adds a few documents: tantivy's minimum writer budget (15 MB per thread) is plenty.

@@ -7,12 +7,12 @@ from typing import Protocol
 
 from agent_knowledge.errors import KnowledgeError
 from agent_knowledge.identity.scope import Scope
+from agent_knowledge.index.analyzer import query_tokens
+from agent_knowledge.index.kb_index import AnalyzedQuery, IndexHit
+from agent_knowledge.index.layout import IndexUnavailable
+from agent_knowledge.index.reader_cache import IndexCache, IndexObjects, index_cache
 from agent_knowledge.records import DocumentRecord, KnowledgeConfig
 from agent_knowledge.repositories.bodies import BodyMissing
-from agent_knowledge.retrieval.analyzer import query_tokens
-from agent_knowledge.retrieval.index_cache import IndexCache, IndexObjects, index_cache
-from agent_knowledge.retrieval.kb_index import AnalyzedQuery, IndexHit
-from agent_knowledge.retrieval.layout import IndexUnavailable
 from agent_knowledge.runtime.observability import logger
 
 
