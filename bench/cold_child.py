@@ -35,7 +35,7 @@ BYTES = "__bytes_b64__"
 
 
 # This child keeps its own minimal Lambda context and handler loader on purpose: it measures the
-# cold import, so it must not import anything the handler does not (agent_knowledge_dev.testing
+# cold import, so it must not import anything the handler does not (agent_knowledge_dev.stacks
 # would bring yaml, http.client and subprocess in before the clock starts).
 class _Context:
     function_name = "bench"

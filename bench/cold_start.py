@@ -36,7 +36,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from agent_knowledge_dev.testing import free_port
+from tests.support.local_api import free_port
+
 from bench import handlers, layer_image, stack_dump
 from bench.child import run_child
 from bench.corpus import documents, known_item_queries

@@ -1,6 +1,6 @@
 """The process environment of a benchmark and the in-process moto stack it runs against.
 
-Both come from `agent_knowledge_dev.testing`, as the test suite's do; what is the benchmarks' own
+Both come from `agent_knowledge_dev.stacks`, as the test suite's do; what is the benchmarks' own
 is their Powertools names, warnings-only logs and a fixed server token.
 """
 
@@ -11,7 +11,8 @@ import os
 from collections.abc import Iterator
 from typing import Any
 
-from agent_knowledge_dev.testing import dummy_environment, in_process_stack, use_dummy_environment
+from agent_knowledge_dev.aws_environment import dummy_environment, use_dummy_environment
+from agent_knowledge_dev.stacks import in_process_stack
 
 # The handlers create the X-Ray Tracer on their first invocation; the suite measures with
 # tracing off (as every dummy environment has it) unless a figure says otherwise (cold start

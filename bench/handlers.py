@@ -1,14 +1,14 @@
 """The handlers a benchmark measures and the sample event each one's first request is made of.
 
-Loading, events and the Lambda context come from `agent_knowledge_dev.testing`, as the tests' do.
+Loading, events and the Lambda context come from `agent_knowledge_dev.stacks`, as the tests' do.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from agent_knowledge_dev.testing import EVENTS as EVENT_DIR
-from agent_knowledge_dev.testing import FUNCTIONS, invoke_function, load_event, with_changes
+from agent_knowledge_dev.handlers import EVENTS as EVENT_DIR
+from agent_knowledge_dev.handlers import FUNCTIONS, invoke_function, load_event, with_changes
 
 HANDLERS = ("capabilities", "search", "read", "turns")
 EVENTS = {

@@ -26,11 +26,12 @@ import time
 from pathlib import Path
 from typing import Any
 
+from tests.support.fakes import MemoryBodies, MemoryDocuments, MemoryKnowledgeBases, MemoryRepositories
+
 from agent_knowledge.ingest.content import prepare_document
 from agent_knowledge.records import DocumentRecord
 from agent_knowledge.repositories.bodies import body_key
 from agent_knowledge.repositories.documents import document_id
-from agent_knowledge_dev.testing.fakes import MemoryBodies, MemoryDocuments, MemoryKnowledgeBases, MemoryRepositories
 from bench.corpus import documents
 from bench.environment import local_stack, quiet
 from bench.workspace import ingest, seed_demo_workspace

@@ -35,7 +35,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from agent_knowledge_dev.testing import ServedApi, start_server
+from tests.support.local_api import ServedApi, start_server
 
 ROOT = Path(__file__).resolve().parents[1]
 ZH_SAMPLES = ROOT / "local" / "agent_knowledge_dev" / "sample_docs" / "zh"
@@ -121,7 +121,7 @@ def write_corpus(folder: Path, documents: int, megabytes: float, seed: int) -> i
 
 
 class Server:
-    """`agent-knowledge serve` in a subprocess with its own state dir (`agent_knowledge_dev.testing`),
+    """`agent-knowledge serve` in a subprocess with its own state dir (`agent_knowledge_dev.stacks`),
     timed to its ready banner, with the CPU time of it and of each CLI run."""
 
     def __init__(self, state_dir: Path) -> None:

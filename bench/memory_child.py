@@ -39,7 +39,7 @@ class _NoRecords:
 
 def main() -> None:
     objects_root, queries_path = sys.argv[1], sys.argv[2]
-    from agent_knowledge_dev.testing import load_function
+    from agent_knowledge_dev.handlers import load_function
 
     load_function("search")
     from agent_knowledge.identity.scope import Scope

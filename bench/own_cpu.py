@@ -139,8 +139,8 @@ def _measure(
         assert status == 200, body
         recordings.append((recorded, list(calls)))
     # Timed: the handler itself, as Lambda calls it (not the test harness's loader around it).
-    from agent_knowledge_dev.testing import load_function
-    from agent_knowledge_dev.testing.lambda_context import LambdaContext
+    from agent_knowledge_dev.handlers import load_function
+    from agent_knowledge_dev.lambda_context import LambdaContext
 
     handler, context = load_function(name).lambda_handler, LambdaContext()
     cpu: list[float] = []

@@ -27,6 +27,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from tests.support.fakes import MemoryDocuments
+
 from agent_knowledge.identity.scope import Scope
 from agent_knowledge.index.builder import IndexedChunk
 from agent_knowledge.index.local_files import LocalFiles
@@ -35,7 +37,6 @@ from agent_knowledge.index.reader_cache import IndexCache
 from agent_knowledge.ingest.chunking import chunk_text
 from agent_knowledge.ingest.content import chunk_digest
 from agent_knowledge.records import DocumentRecord, KnowledgeConfig, SourceConfig
-from agent_knowledge_dev.testing.fakes import MemoryDocuments
 from bench.corpus import documents, known_item_queries
 from bench.index_store import DirectoryObjects, publish_chunks
 from bench.retrieval.systems import BenchChunk, Bm25s, TantivyDirect

@@ -21,7 +21,8 @@ import statistics
 import time
 from typing import Any
 
-from agent_knowledge_dev.testing import LambdaContext, load_event, load_function, with_changes
+from agent_knowledge_dev.handlers import load_event, load_function, with_changes
+from agent_knowledge_dev.lambda_context import LambdaContext
 from bench.environment import configure, local_stack
 
 QUERIES = [

@@ -1,6 +1,6 @@
 """Shared fixtures: a moto stack built from template.yaml, the demo workspace, handler calls.
 
-The stack, the environment and the handler calls come from `agent_knowledge_dev.testing`, which
+The stack, the environment and the handler calls come from `agent_knowledge_dev.stacks`, which
 the benchmarks and the local runtime use too.
 """
 
@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from agent_knowledge_dev.testing import dummy_environment, use_dummy_environment
+from agent_knowledge_dev.aws_environment import dummy_environment, use_dummy_environment
 
 # Before anything imports boto3 or Powertools.
 use_dummy_environment(dummy_environment("agent-knowledge-tests", "AgentKnowledgeTests"))
@@ -27,8 +27,9 @@ hypothesis_settings.load_profile("shared-machine")
 from agent_knowledge.repositories.bundle import Repositories  # noqa: E402
 from agent_knowledge.runtime.clock import Clock  # noqa: E402
 from agent_knowledge.runtime.container import Dependencies  # noqa: E402
-from agent_knowledge_dev.testing import HttpResult, in_process_stack, invoke_function  # noqa: E402
-from agent_knowledge_dev.testing.fakes import FakeClock  # noqa: E402
+from agent_knowledge_dev.handlers import HttpResult, invoke_function  # noqa: E402
+from agent_knowledge_dev.stacks import in_process_stack  # noqa: E402
+from tests.support.fakes import FakeClock  # noqa: E402
 
 # Every log line of the session is checked for secrets and document bodies (tests/leakcheck.py).
 pytest_plugins = ["tests.leakcheck"]

@@ -9,7 +9,9 @@ import time
 from pathlib import Path
 from typing import IO
 
-from agent_knowledge_dev.testing import LocalApiClient, Reply, environment_without_aws
+from tests.support.local_api import LocalApiClient, Reply
+
+from agent_knowledge_dev.aws_environment import environment_without_aws
 
 ROOT = Path(__file__).resolve().parents[2]
 READY_TIMEOUT = 90

@@ -29,7 +29,7 @@ from typing import Any
 class Harness:
     port: int = 0
     api: Any = None
-    stack: Any = None  # agent_knowledge_dev.testing.MotoServerStack
+    stack: Any = None  # agent_knowledge_dev.stacks.MotoServerStack
     _stack_context: contextlib.ExitStack = field(default_factory=contextlib.ExitStack)
     _black_hole: socket.socket | None = None
     _held: list[socket.socket] = field(default_factory=list)
@@ -38,8 +38,8 @@ class Harness:
         from agent_knowledge_dev.functions import FunctionInvoker
         from agent_knowledge_dev.gateway import Gateway
         from agent_knowledge_dev.server import ApiServer
+        from agent_knowledge_dev.stacks import moto_server_stack
         from agent_knowledge_dev.template import function_routes
-        from agent_knowledge_dev.testing import moto_server_stack
 
         self.stack = self._stack_context.enter_context(moto_server_stack())
         self.api = ApiServer(("127.0.0.1", self.port), Gateway(function_routes(), FunctionInvoker()), quiet=True)

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import tantivy
+from tests.support.fakes import MemoryDocuments
 
 from agent_knowledge.identity.scope import Scope
 from agent_knowledge.index import schema as fields
@@ -24,7 +25,6 @@ from agent_knowledge.index.local_files import LocalFiles
 from agent_knowledge.index.query import retrieve
 from agent_knowledge.index.reader_cache import IndexCache
 from agent_knowledge.records import DocumentRecord, KnowledgeConfig, SourceConfig
-from agent_knowledge_dev.testing.fakes import MemoryDocuments
 
 TOP_DOCS = 3
 CHUNK_HITS = 30  # chunk hits fetched by the baselines before grouping them into documents

@@ -19,8 +19,8 @@ def search(route: str) -> Response:
     workspace = request.open_workspace(route, run_id=run_id)
     query = body.get()
     deps = request.deps
-    run = authorize_run(deps.repositories, workspace.caller, query.run_id, deps.clock(), workspace=workspace)
-    outcome = search_knowledge(deps, workspace.caller, query.query, query.limit, run, scope=workspace.scope)
+    run = authorize_run(deps.repositories, workspace, query.run_id, deps.clock())
+    outcome = search_knowledge(deps, workspace, query.query, query.limit, run)
     return json_response(200, outcome.response)
 
 

@@ -19,9 +19,7 @@ def turns(route: str) -> Response:
     binding = body.model.task_binding if body.model else None
     task_id = binding.task_id if binding else None
     workspace = request.open_workspace(route, task_id=task_id)
-    outcome = start_turn(
-        request.deps, workspace.caller, body.get(), get_settings().run_ttl_seconds, workspace=workspace
-    )
+    outcome = start_turn(request.deps, workspace, body.get(), get_settings().run_ttl_seconds)
     logger.info("turn context delivered", extra={"run_id": outcome.run_id, "replayed": outcome.replayed})
     # The stored bytes as they are: a replay answers exactly what the first request got.
     return Response(status_code=200, content_type=JSON, body=outcome.body)

@@ -28,9 +28,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from agent_knowledge_dev.functions import load_handler, queue_functions
+from agent_knowledge_dev.lambda_context import LambdaContext
 from agent_knowledge_dev.stack import queue_name
 from agent_knowledge_dev.template import FunctionRoute, resources_of_type, template
-from agent_knowledge_dev.testing.lambda_context import LambdaContext
 
 REGION = "us-east-1"
 

@@ -1,6 +1,6 @@
 """Load and call the Lambda handlers the template declares, the way Lambda would.
 
-Handlers are imported by `agent_knowledge_dev.testing.functions`, the one loader of the project.
+Handlers are imported by `agent_knowledge_dev.handlers`, the one loader of the project.
 Calls to one function are serialized: a Powertools resolver keeps the current event on the
 module-level `app`, and a Lambda container never runs two events at once either.
 """
@@ -14,9 +14,9 @@ from collections.abc import Callable
 from typing import Any
 
 from agent_knowledge_dev.console import CliError
+from agent_knowledge_dev.handlers import load_module
+from agent_knowledge_dev.lambda_context import LambdaContext
 from agent_knowledge_dev.template import PROJECT_ROOT, FunctionRoute, function_routes, resources_of_type
-from agent_knowledge_dev.testing.functions import load_module
-from agent_knowledge_dev.testing.lambda_context import LambdaContext
 
 Handler = Callable[[dict[str, Any], Any], dict[str, Any]]
 

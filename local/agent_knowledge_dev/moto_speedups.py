@@ -21,6 +21,8 @@ from __future__ import annotations
 import functools
 from typing import Any
 
+from agent_knowledge_dev.moto_pin import require_pinned_moto
+
 _SCALARS = {"S": str, "N": str, "BOOL": bool, "NULL": bool}
 _original: Any = None
 _patched: dict[tuple[Any, str], Any] = {}
@@ -50,6 +52,7 @@ def _replace(owner: Any, name: str, replacement: Any) -> None:
 
 
 def install() -> None:
+    require_pinned_moto()
     global _original
     from moto import backends
     from moto.core import responses

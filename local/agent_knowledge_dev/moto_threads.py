@@ -22,10 +22,13 @@ import functools
 import threading
 from typing import Any
 
+from agent_knowledge_dev.moto_pin import require_pinned_moto
+
 _LOCK = threading.RLock()
 
 
 def install() -> None:
+    require_pinned_moto()
     from moto.dynamodb.responses import DynamoHandler
 
     original = DynamoHandler.call_action

@@ -9,8 +9,16 @@ from __future__ import annotations
 
 import os
 
-from agent_knowledge_dev.testing.environment import dummy_environment, use_dummy_environment
-from agent_knowledge_dev.testing.stacks import reset_caches
+from agent_knowledge_dev.aws_environment import dummy_environment, use_dummy_environment
+
+
+def reset_caches() -> None:
+    """The layer's `reset_container_caches()`, imported when called: importing the layer's runtime
+    creates the Powertools logger and metrics, which must see the caller's environment first."""
+    from agent_knowledge.runtime.container import reset_container_caches
+
+    reset_container_caches()
+
 
 # Locally there is no X-Ray daemon and nobody reads EMF metrics from stdout.
 LOCAL_POWERTOOLS = {"POWERTOOLS_TRACE_DISABLED": "true", "POWERTOOLS_METRICS_DISABLED": "true"}

@@ -21,6 +21,8 @@ import itertools
 import threading
 from typing import Any
 
+from agent_knowledge_dev.moto_pin import require_pinned_moto
+
 _lock = threading.Lock()
 _counter = itertools.count(1)
 _original: dict[str, Any] = {}
@@ -33,6 +35,7 @@ def next_sequencer() -> str:
 
 def install() -> None:
     """Idempotent; patches moto's S3 notification builder and delete-marker creation."""
+    require_pinned_moto()
     from moto.s3 import models, notifications
 
     if _original:

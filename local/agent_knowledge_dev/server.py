@@ -190,6 +190,7 @@ def _banner(base_url: str, elapsed: float, documents: int, moto_endpoint: str) -
             f"agent-knowledge local API ready in {elapsed:.1f} s",
             f"  API base URL : {base_url}",
             f"  workspace    : {workspace}",
+            f"  MCP endpoint : {base_url}/agent-api/v1/workspaces/{DEMO_ROUTE}/mcp (Streamable HTTP, same bearer)",
             f"  demo bearer  : {DEMO_TOKEN}",
             f"  demo content : {documents} sample documents in knowledge base 'handbook' (English and Chinese)",
             f"  sources      : s3://{SOURCES_BUCKET}/<kb_id>/<source_key> is ingested and indexed",
@@ -217,8 +218,8 @@ def serve(host: str, port: int, quiet: bool = False) -> int:
         raise CliError(f"agent-knowledge serve is already running{where}; stop it with Ctrl-C first") from None
     try:
         from agent_knowledge_dev.functions import FunctionInvoker
+        from agent_knowledge_dev.stacks import moto_server_stack
         from agent_knowledge_dev.template import function_routes
-        from agent_knowledge_dev.testing import moto_server_stack
 
         api = _bind(host, port, Gateway(function_routes(), FunctionInvoker()), quiet)
         try:

@@ -1,5 +1,5 @@
 """A real `agent-knowledge serve` in a subprocess, on a free loopback port (one per module keeps
-the suite fast), through `agent_knowledge_dev.testing.start_server`.
+the suite fast), through `agent_knowledge_dev.stacks.start_server`.
 
 Reusable from any e2e test module: take the module-scoped `local_api` fixture. The server runs
 with its own temporary state dir, so it neither sees nor blocks a `serve` a developer has running.
@@ -11,7 +11,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from agent_knowledge_dev.testing import ServedApi, start_server
+from tests.support.local_api import ServedApi, start_server
 
 
 @pytest.fixture(scope="module")

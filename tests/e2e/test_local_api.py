@@ -8,9 +8,10 @@ import json
 import pytest
 
 from agent_knowledge_dev.demo import DEMO_TOKEN, FOREIGN_ROUTE
-from agent_knowledge_dev.testing import PROJECT_ROOT, ServedApi, cli_environment, start_server
+from agent_knowledge_dev.handlers import PROJECT_ROOT
 from tests.e2e.contract import assert_matches_spec
 from tests.support.folders import write_folder
+from tests.support.local_api import ServedApi, cli_environment, start_server
 
 
 def _implemented(reply) -> None:  # type: ignore[no-untyped-def]

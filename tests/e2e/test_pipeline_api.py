@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from agent_knowledge_dev.testing import ServedApi as LocalApi
+from tests.support.local_api import ServedApi as LocalApi
 
 DEADLINE_SECONDS = 60  # generous for a loaded 2-core box; freshness is measured in bench/
 

@@ -8,8 +8,8 @@ from typing import Any
 
 from openapi_schema_validator import OAS31Validator
 
-from agent_knowledge_dev.testing import ServedApi
 from tests.e2e.contract import spec
+from tests.support.local_api import ServedApi
 
 TURNS = "/agent-api/v1/workspaces/{route}/turns"
 COMPLETE = "/agent-api/v1/runs/{run_id}/complete"

@@ -16,11 +16,11 @@ import pytest
 from mcp.client.session import ClientSession
 
 from agent_knowledge_dev.demo import DEMO_ROUTE, DEMO_TOKEN
-from agent_knowledge_dev.testing import ServedApi, start_server
 from agent_knowledge_host import KnowledgeClient
 from agent_knowledge_host import errors as e
 from tests.host.fakes import CHAIN_MAX_BYTES
 from tests.host.stdio import CONSOLE_SCRIPT, read_every_page, run_session, text_of
+from tests.support.local_api import ServedApi, start_server
 
 GUIDE = "# Zephyrine operations guide\n\n" + "".join(
     f"Step {n}: the zephyrine valve is checked twice; 检查阀门 before every shift.\n\n" for n in range(1400)

@@ -14,6 +14,7 @@ from mcp import types
 from mcp.client.session import ClientSession
 from mcp.shared.exceptions import MCPError
 
+from agent_knowledge.mcp.tool_catalog import READ, SEARCH
 from agent_knowledge_host import mcp_server
 from tests.host.fakes import ROUTE, Document, FakeApi, FakeKnowledge
 from tests.host.stdio import Session, read_every_page, text_of
@@ -201,3 +202,18 @@ def test_invalid_arguments_read_like_protocol_errors_not_a_validation_dump(
     assert "\n" not in text
     for dump in ("validation error", "input_value", "pydantic", "type="):
         assert dump not in text
+
+
+def test_the_tools_are_the_catalogs_the_stacks_mcp_endpoint_serves(api: FakeApi, knowledge: FakeKnowledge) -> None:
+    """One definition (agent_knowledge.mcp.tool_catalog): names, descriptions and input schemas."""
+    seen: dict[str, Any] = {}
+
+    async def body(session: ClientSession) -> None:
+        seen["tools"] = {tool.name: tool for tool in (await session.list_tools()).tools}
+
+    run_session(api, body)
+
+    for spec in (SEARCH, READ):
+        tool = seen["tools"][spec.name]
+        assert tool.input_schema == spec.input_schema()
+        assert tool.description == spec.description(ROUTE)

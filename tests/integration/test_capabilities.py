@@ -7,7 +7,7 @@ import pytest
 from agent_knowledge.records import AgentClientSettings, AudiencePolicy, KnowledgeConfig, Principal, SourceConfig
 from agent_knowledge_dev import admin
 from agent_knowledge_dev.demo import DEMO_CLIENT, DEMO_KB, DEMO_ROUTE, DEMO_TOKEN, FOREIGN_ROUTE
-from agent_knowledge_dev.testing import load_event, with_changes
+from agent_knowledge_dev.handlers import load_event, with_changes
 from tests.support import protocol
 
 VALID = "capabilities-valid-bearer"

@@ -13,15 +13,16 @@ from typing import Any
 import pytest
 
 from agent_knowledge.errors import Unauthorized
-from agent_knowledge.identity.caller import revalidate
+from agent_knowledge.identity.caller import open_workspace
 from agent_knowledge.repositories import aws
 from agent_knowledge.repositories.bundle import Repositories, default_repositories
 from agent_knowledge_dev import cli
 from agent_knowledge_dev.commands import Command
 from agent_knowledge_dev.demo import DEMO_KB, DEMO_ROUTE
 from agent_knowledge_dev.localstate import STATE_DIR_ENV, ServeLock, ServerInfo
+from agent_knowledge_dev.runtime import reset_caches
+from agent_knowledge_dev.stacks import moto_server_stack
 from agent_knowledge_dev.template import function_routes
-from agent_knowledge_dev.testing import moto_server_stack, reset_caches
 from tests.support.folders import write_folder
 
 EVENTS = Path(__file__).resolve().parents[2] / "events"
@@ -110,7 +111,7 @@ def test_workspace_setup_and_session_lifecycle(run):
     ).json()  # fmt: skip
     assert set(issued) == {"session_id", "access_token", "expires_at"}
     assert issued["expires_at"] - time.time() == pytest.approx(600, abs=30)
-    caller = revalidate(_repositories(), f"Bearer {issued['access_token']}", "hr", time.time())
+    caller = open_workspace(_repositories(), f"Bearer {issued['access_token']}", "hr", time.time()).caller
     assert caller.session.principal is not None
     assert caller.session.principal.model_dump() == {
         "id": "ada",
@@ -125,7 +126,7 @@ def test_workspace_setup_and_session_lifecycle(run):
         "revoked": True,
     }
     with pytest.raises(Unauthorized):
-        revalidate(_repositories(), f"Bearer {issued['access_token']}", "hr", time.time())
+        open_workspace(_repositories(), f"Bearer {issued['access_token']}", "hr", time.time())
 
 
 def test_audience_policy_and_disabled_knowledge(run):

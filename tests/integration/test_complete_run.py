@@ -8,7 +8,7 @@ import pytest
 
 from agent_knowledge_dev import admin
 from agent_knowledge_dev.demo import DEMO_ROUTE, FOREIGN_ROUTE
-from agent_knowledge_dev.testing import load_event, with_changes
+from agent_knowledge_dev.handlers import load_event, with_changes
 from tests.support.knowledge import bearer, create_run, library_fixture, new_session
 
 DOCUMENTS = {

@@ -97,13 +97,15 @@ def test_incremental_updates_give_what_a_full_rebuild_of_the_final_state_gives(s
     cache = IndexCache(LocalFiles(f"/tmp/ak-test-prop-{kb_id}"))
     incremental = live_chunks(stack, kb_id, cache)
     queries = ["alpha bravo", "charlie", "配置模板", "锁", "hotel echo golf"]
-    found = {query: sorted(search_titles(stack, [kb_id], query)) for query in queries}
+    # Every matching document (six keys at most), not the top three: BM25 statistics still count
+    # deleted chunks until their segment merges, so near-tied scores may order differently.
+    found = {query: sorted(search_titles(stack, [kb_id], query, max_docs=6)) for query in queries}
     manifest = newest_manifest(stack, kb_id)
 
     rebuild_kb_index(stack.repositories, kb_id)
     rebuilt = live_chunks(stack, kb_id, cache)
     assert incremental == rebuilt
-    assert {query: sorted(search_titles(stack, [kb_id], query)) for query in queries} == found
+    assert {query: sorted(search_titles(stack, [kb_id], query, max_docs=6)) for query in queries} == found
     ready = [record for record in stack.repositories.documents.list(kb_id) if record.status == "ready"]
     assert manifest.chunks == len(rebuilt) == sum(record.chunk_count for record in ready)
     assert manifest.documents == newest_manifest(stack, kb_id).documents == len(ready)
@@ -187,7 +189,7 @@ def test_an_unreadable_index_fails_only_its_source_and_the_next_update_repairs_i
     stack = demo
     """Issue 17 finding 3: on the old layout this answered 500 and the next rebuild failed."""
     from agent_knowledge_dev.demo import DEMO_KB
-    from agent_knowledge_dev.testing.functions import load_event, with_changes
+    from agent_knowledge_dev.handlers import load_event, with_changes
 
     ingestor = Ingestor(stack.repositories, clock=stack.clock)
     create_knowledge_base(stack.repositories, "second")

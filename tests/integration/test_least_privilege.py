@@ -22,16 +22,17 @@ import pytest
 
 from agent_knowledge.runtime.container import reset_container_caches
 from agent_knowledge_dev.demo import DEMO_KB
+from agent_knowledge_dev.handlers import load_event, with_changes
 from agent_knowledge_dev.stack import bucket_name, table_name
 from agent_knowledge_dev.tasks_admin import create_task
 from agent_knowledge_dev.template import load_template, resources_of_type
-from agent_knowledge_dev.testing import load_event, with_changes
 from tests.support.knowledge import bearer, new_session, put_documents
 
 FUNCTIONS = {
     "capabilities": "CapabilitiesFunction",
     "search": "SearchFunction",
     "read": "ReadFunction",
+    "mcp": "McpFunction",
     "turns": "TurnsFunction",
     "complete_run": "CompleteRunFunction",
 }
@@ -189,6 +190,16 @@ def _turn(call, token: str, task: dict[str, str], turn_id: str, message_id: str,
     return call("turns", with_changes(load_event("turns-on-demand"), body=body, authorization=bearer(token)))
 
 
+def _mcp_tool(call, token: str, tool: str, arguments: dict[str, Any]):
+    """A tools/call of the MCP endpoint; the tool's answer (the protocol's JSON), asserting it succeeded."""
+    message = {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": tool, "arguments": arguments}}
+    result = call("mcp", with_changes(load_event("mcp-search"), body=message, authorization=bearer(token)))
+    assert result.status == 200, result.body
+    answer = result.json()["result"]
+    assert not answer["isError"], answer
+    return answer["structuredContent"]
+
+
 def _complete(call, token: str, run_id: str):
     event = load_event("complete-run")
     event["pathParameters"]["run_id"] = run_id
@@ -249,13 +260,24 @@ def observed(call, demo, recorder: Recorder) -> dict[str, set[tuple[str, str]]]:
         body = {"ref": ref, "run_id": run_id, "cursor": page.json()["next_cursor"], "max_bytes": 4096}
         assert call("read", with_changes(read_event, body=body, authorization=bearer(alice))).status == 200
 
+    # The MCP endpoint's two tools: what search and read did, through the same calls.
+    with recorder.calls_of("mcp"):
+        hints = _mcp_tool(call, alice, "knowledge_search", {"query": "vacation", "run_id": run_id})["hints"]
+        assert hints
+    with recorder.calls_of("mcp"):
+        arguments = {"ref": hints[0]["ref"], "run_id": run_id, "max_bytes": 4096}
+        first = _mcp_tool(call, alice, "knowledge_read", arguments)
+        assert first["next_cursor"]
+    with recorder.calls_of("mcp"):
+        assert _mcp_tool(call, alice, "knowledge_read", {**arguments, "cursor": first["next_cursor"]})["content"]
+
     with recorder.calls_of("complete_run"):
         assert _complete(call, alice, run_id).status == 200
     return recorder.calls
 
 
 def test_every_call_is_granted_and_every_grant_is_used(observed):
-    """One scenario for all five functions (it is the slow part); every function is checked."""
+    """One scenario for all six functions (it is the slow part); every function is checked."""
     problems = {}
     for short_name, function in FUNCTIONS.items():
         grants = granted(function)

@@ -12,8 +12,9 @@ import pytest
 from agent_knowledge.repositories.documents import document_id
 from agent_knowledge_dev import cli
 from agent_knowledge_dev.admin import create_knowledge_base
+from agent_knowledge_dev.handlers import EVENTS, load_event, load_function
+from agent_knowledge_dev.lambda_context import LambdaContext
 from agent_knowledge_dev.localstate import STATE_DIR_ENV
-from agent_knowledge_dev.testing import EVENTS, LambdaContext, load_event, load_function
 from tests.support.retrieval import search_titles
 
 SOURCE_KEY = "guides/parental-leave.md"

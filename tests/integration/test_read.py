@@ -9,7 +9,7 @@ from agent_knowledge.records import AgentClientSettings
 from agent_knowledge.repositories.documents import document_id
 from agent_knowledge_dev import admin
 from agent_knowledge_dev.demo import DEMO_CLIENT, DEMO_KB, DEMO_ROUTE, DEMO_TOKEN
-from agent_knowledge_dev.testing import load_event, with_changes
+from agent_knowledge_dev.handlers import load_event, with_changes
 from tests.support.knowledge import bearer, create_run, new_session, put_documents
 
 LONG_BODY = "# Travel guide\n\n" + "".join(

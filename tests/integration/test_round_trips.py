@@ -22,7 +22,7 @@ import pytest
 
 from agent_knowledge.repositories import aws
 from agent_knowledge_dev.demo import DEMO_KB
-from agent_knowledge_dev.testing import load_event, with_changes
+from agent_knowledge_dev.handlers import load_event, with_changes
 from tests.support.knowledge import put_documents
 
 LATENCY_SECONDS = 0.15
@@ -121,6 +121,15 @@ def _read(call, **body):  # type: ignore[no-untyped-def]
     return result.json()
 
 
+def _mcp(call, tool: str, **arguments):  # type: ignore[no-untyped-def]
+    """A tools/call of the MCP endpoint → the tool's answer, the protocol's own JSON."""
+    message = {"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": {"name": tool, "arguments": arguments}}
+    result = call("mcp", with_changes(load_event("mcp-search"), body=message))
+    assert result.status == 200, result.body
+    assert not result.json()["result"]["isError"], result.body
+    return result.json()["result"]["structuredContent"]
+
+
 def _turn(call, n: int, delivery: str | None):  # type: ignore[no-untyped-def]
     body = json.loads(load_event("turns-legacy")["body"])
     body.update(client_turn_id=f"turn-{n}", user_message_id=f"message-{n}", user_input="How do vacation days work?")
@@ -160,6 +169,12 @@ EXPECTED = {
     "turn on_demand": (5, 5, {"BatchGetItem": 3, "TransactWriteItems": 2}),
     # {session, run} then {client, the run's route}; the completion claim and the run's transition
     "complete run": (4, 4, {"BatchGetItem": 2, "PutItem": 1, "UpdateItem": 1}),
+    # The MCP endpoint's tools make exactly the calls of the routes they stand for (issue 28).
+    "mcp search": (3, 3, {"BatchGetItem": 3}),
+    "mcp read first page": (3, 2, {"BatchGetItem": 2, "GetObject": 1}),
+    "mcp read next page": (3, 2, {"BatchGetItem": 2, "GetObject": 1}),
+    # Every other message only revalidates the caller: {session, route} then {client, KBs}.
+    "mcp tools/list": (2, 2, {"BatchGetItem": 2}),
 }
 
 
@@ -183,5 +198,16 @@ def test_aws_calls_and_sequential_depth_per_endpoint(call, measure):
         lambda: _read(call, ref=long_ref, cursor=first["next_cursor"], max_bytes=4096)
     )
     _, measured["complete run"] = measure(lambda: _complete(call, inline["run_id"]))
+
+    _mcp(call, "knowledge_search", query="vacation days")  # warm the MCP function's container too
+    _, measured["mcp search"] = measure(lambda: _mcp(call, "knowledge_search", query="vacation days"))
+    mcp_first, measured["mcp read first page"] = measure(
+        lambda: _mcp(call, "knowledge_read", ref=long_ref, max_bytes=4096)
+    )
+    assert mcp_first["next_cursor"]
+    _, measured["mcp read next page"] = measure(
+        lambda: _mcp(call, "knowledge_read", ref=long_ref, cursor=mcp_first["next_cursor"], max_bytes=4096)
+    )
+    _, measured["mcp tools/list"] = measure(lambda: call("mcp", load_event("mcp-tools-list")).json())
 
     assert measured == EXPECTED

@@ -9,7 +9,7 @@ from agent_knowledge.records import KnowledgeConfig, SourceConfig
 from agent_knowledge.references.binding import document_digest, identity_digest, scope_digest
 from agent_knowledge_dev import admin
 from agent_knowledge_dev.demo import DEMO_KB, DEMO_ROUTE
-from agent_knowledge_dev.testing import load_event, with_changes
+from agent_knowledge_dev.handlers import load_event, with_changes
 from tests.support.knowledge import bearer, create_run, create_task, library_fixture, new_session, put_documents
 
 DOCUMENTS = {
@@ -224,10 +224,10 @@ def test_references_bind_the_caller_scope_and_document(call, library):
     assert claims.document == document_digest(document)
     assert claims.scope == scope_digest(body["knowledge_scope_revision"])
     assert claims.expires_at == int(library.clock()) + 300
-    from agent_knowledge.identity.caller import revalidate
+    from agent_knowledge.identity.caller import open_workspace
     from agent_knowledge_dev.demo import DEMO_TOKEN
 
-    caller = revalidate(library.repositories, bearer(DEMO_TOKEN), DEMO_ROUTE, library.clock())
+    caller = open_workspace(library.repositories, bearer(DEMO_TOKEN), DEMO_ROUTE, library.clock()).caller
     assert claims.identity == identity_digest(caller, None)
 
 
@@ -326,16 +326,16 @@ def test_task_required_session_needs_a_task_run(call, library):
 
 
 def test_server_preparation_may_search_under_a_preparing_run(library):
-    from agent_knowledge.identity.caller import revalidate
+    from agent_knowledge.identity.caller import open_workspace
     from agent_knowledge.identity.run_access import authorize_run
     from agent_knowledge.knowledge.search import search_knowledge
 
     session_id, token = new_session(library.repositories, library.clock())
     create_run(library.repositories, session_id, library.clock(), run_id="run_prep", state="preparing")
     deps = library.dependencies()
-    caller = revalidate(library.repositories, bearer(token), DEMO_ROUTE, library.clock())
-    run = authorize_run(library.repositories, caller, "run_prep", library.clock(), allow_preparing=True)
-    outcome = search_knowledge(deps, caller, "vacation", 3, run)
+    workspace = open_workspace(library.repositories, bearer(token), DEMO_ROUTE, library.clock(), run_id="run_prep")
+    run = authorize_run(library.repositories, workspace, "run_prep", library.clock(), allow_preparing=True)
+    outcome = search_knowledge(deps, workspace, "vacation", 3, run)
     assert outcome.response.run_id == "run_prep" and outcome.response.hints
     assert len(wire.dumps(outcome.response).encode("utf-8")) <= 4096
 

@@ -9,7 +9,7 @@ import json
 import pytest
 
 from agent_knowledge_dev.demo import DEMO_KB
-from agent_knowledge_dev.testing import load_event, with_changes
+from agent_knowledge_dev.handlers import load_event, with_changes
 from tests.support.knowledge import put_documents
 
 BODY = "# Travel\n\nKeep the travel receipt for the expense report.\n"

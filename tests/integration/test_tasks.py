@@ -8,6 +8,7 @@ import pytest
 
 from agent_knowledge_dev import admin
 from agent_knowledge_dev.admin import AdminError
+from agent_knowledge_dev.handlers import load_event, with_changes
 from agent_knowledge_dev.tasks_admin import (
     MAX_MEMBERS,
     cancel_task,
@@ -16,7 +17,6 @@ from agent_knowledge_dev.tasks_admin import (
     resume_task,
     task_scope_hash,
 )
-from agent_knowledge_dev.testing import load_event, with_changes
 from tests.support.knowledge import bearer, library_fixture, new_session
 
 DOCUMENTS = {

@@ -14,7 +14,7 @@ from agent_knowledge.errors import KnowledgeUnavailable
 from agent_knowledge.repositories import aws
 from agent_knowledge.settings import get_settings, reset_settings
 from agent_knowledge_dev.demo import DEMO_KB, DEMO_ROUTE, FOREIGN_ROUTE
-from agent_knowledge_dev.testing import load_event, with_changes
+from agent_knowledge_dev.handlers import load_event, with_changes
 from tests.support.knowledge import bearer, library_fixture, new_session, put_documents
 
 LONG_BODY = "Vacation carry-over rules. " + "Unused vacation days carry over up to five days per year. " * 300

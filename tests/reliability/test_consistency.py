@@ -18,7 +18,7 @@ from concurrent.futures import ThreadPoolExecutor
 from agent_knowledge.ingest.ingestor import Ingestor
 from agent_knowledge_dev.admin import create_knowledge_base
 from agent_knowledge_dev.demo import DEMO_KB
-from agent_knowledge_dev.testing import load_event, with_changes
+from agent_knowledge_dev.handlers import load_event, with_changes
 from tests.reliability.slow import long_run
 from tests.support.retrieval import search_titles
 

@@ -15,7 +15,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from agent_knowledge_dev.demo import DEMO_KB, DEMO_TOKEN
-from agent_knowledge_dev.testing import load_event
+from agent_knowledge_dev.handlers import load_event
 from tests.reliability.fuzzcount import count
 from tests.reliability.slow import scaled
 from tests.support.knowledge import put_documents

@@ -13,7 +13,7 @@ from agent_knowledge.references.server_token import reset_codec
 from agent_knowledge.repositories import aws
 from agent_knowledge_dev import admin
 from agent_knowledge_dev.demo import DEMO_CLIENT, DEMO_KB, DEMO_ROUTE, DEMO_TOKEN
-from agent_knowledge_dev.testing import load_event, with_changes
+from agent_knowledge_dev.handlers import load_event, with_changes
 from tests.support.knowledge import bearer, new_session, put_documents
 
 TWIN_ROUTE = "demo-twin"

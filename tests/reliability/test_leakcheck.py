@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 import logging
 
-from agent_knowledge_dev.testing import load_event, with_changes
+from agent_knowledge_dev.handlers import load_event, with_changes
 from tests.leakcheck import LeakScanner, _CaptureHandler, scanner
 
 REFERENCE = "AQFpXp8sQ2hhbmRib29rDGRvY180ZjNhOWIyYwAUxYzA0lW9kq3uGgq7Rr5J0w"
@@ -84,7 +84,7 @@ def test_traced_handlers_never_capture_responses(monkeypatch):
 
 def test_every_function_handler_is_traced_by_the_non_capturing_wrapper():
     from agent_knowledge.runtime.observability import traced
-    from agent_knowledge_dev.testing import FUNCTIONS, load_function
+    from agent_knowledge_dev.handlers import FUNCTIONS, load_function
 
     marker = traced(lambda event, context: {}).__code__
     names = sorted(path.parent.name for path in FUNCTIONS.glob("*/app.py"))

@@ -15,7 +15,7 @@ import pytest
 from agent_knowledge_dev.template import load_template
 from tests.support.sam import translate_template
 
-READ_ONLY_FUNCTIONS = ("CapabilitiesFunction", "SearchFunction", "ReadFunction")
+READ_ONLY_FUNCTIONS = ("CapabilitiesFunction", "SearchFunction", "ReadFunction", "McpFunction")
 # Verbs that only read (and no Scan: a query function reads the items it names, never a table).
 # kms:Decrypt, granted only when the secret has a customer-managed key, reads the secret's key.
 READ_VERB = re.compile(r"^(Get|List|Query|BatchGet|Decrypt)[A-Za-z]*$")

@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 
 from agent_knowledge_dev.gateway import Gateway, HttpRequest, RouteTable, build_event, request_time, to_response
+from agent_knowledge_dev.handlers import load_event
 from agent_knowledge_dev.template import FunctionRoute, function_routes
-from agent_knowledge_dev.testing import load_event
 
 CAPABILITIES = "/agent-api/v1/workspaces/demo/knowledge/capabilities"
 SEARCH = "/agent-api/v1/workspaces/demo/knowledge/search"

@@ -45,6 +45,10 @@ def test_routes_are_the_protocol_routes():
         ("POST", f"{base}/read", "read"),
         ("POST", "/agent-api/v1/workspaces/{route}/turns", "turns"),
         ("POST", "/agent-api/v1/runs/{run_id}/complete", "completerun"),
+        # MCP over Streamable HTTP: POST the messages; GET and DELETE reach the function to answer 405.
+        ("POST", "/agent-api/v1/workspaces/{route}/mcp", "mcp"),
+        ("GET", "/agent-api/v1/workspaces/{route}/mcp", "mcp"),
+        ("DELETE", "/agent-api/v1/workspaces/{route}/mcp", "mcp"),
     } <= routes
     for route in function_routes():
         assert (route.code_uri / "app.py").is_file()
@@ -71,7 +75,14 @@ def test_storage_is_encrypted_recoverable_and_private():
             assert properties["BucketEncryption"]["ServerSideEncryptionConfiguration"]
 
 
-QUERY_FUNCTIONS = ("CapabilitiesFunction", "SearchFunction", "ReadFunction", "TurnsFunction", "CompleteRunFunction")
+QUERY_FUNCTIONS = (
+    "CapabilitiesFunction",
+    "SearchFunction",
+    "ReadFunction",
+    "McpFunction",
+    "TurnsFunction",
+    "CompleteRunFunction",
+)
 WRITE_VERBS = ("Put", "Update", "Delete", "BatchWrite", "Create")
 
 
@@ -128,6 +139,7 @@ def test_s3_grants_name_the_key_prefixes_the_code_writes():
     prefixes = {
         "SearchFunction": {"indexes/"},
         "ReadFunction": {"bodies/"},
+        "McpFunction": {"indexes/", "bodies/"},
         "TurnsFunction": {"indexes/", "bodies/"},
     }
     assert body_key("kb", "doc", "rev").startswith("bodies/")

@@ -150,6 +150,7 @@ def test_reserved_concurrency_is_a_parameter_per_function_class_and_unset_by_def
             "CapabilitiesFunction",
             "SearchFunction",
             "ReadFunction",
+            "McpFunction",
             "TurnsFunction",
             "CompleteRunFunction",
         },

@@ -41,9 +41,9 @@ def read_event(path: Path) -> dict[str, Any]:
 
 def _run(arguments: argparse.Namespace) -> int:
     from agent_knowledge_dev.functions import find_function, load_handler
+    from agent_knowledge_dev.lambda_context import LambdaContext
     from agent_knowledge_dev.localstate import running_server
     from agent_knowledge_dev.runtime import use_local_backend, use_stack_environment
-    from agent_knowledge_dev.testing import LambdaContext
 
     route = find_function(arguments.function)
     event = read_event(arguments.event)
@@ -63,8 +63,9 @@ def _invoke_in_process(route: Any, event: dict[str, Any]) -> Any:
     from agent_knowledge_dev import moto_speedups
     from agent_knowledge_dev.demo import seed_demo, seed_sample_documents
     from agent_knowledge_dev.functions import function_logs_to_stderr, load_handler
+    from agent_knowledge_dev.lambda_context import LambdaContext
     from agent_knowledge_dev.runtime import use_local_backend
-    from agent_knowledge_dev.testing import LambdaContext, in_process_stack
+    from agent_knowledge_dev.stacks import in_process_stack
 
     moto_speedups.install()
     use_local_backend(None)

@@ -15,9 +15,10 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from agent_knowledge.errors import Unauthorized, WorkspaceNotFound
+from agent_knowledge.errors import RunNotFound, Unauthorized, WorkspaceNotFound
 from agent_knowledge.identity.audience import admits
 from agent_knowledge.identity.scope import Scope, source_kb_ids
+from agent_knowledge.limits import RUN_ID_MAX_CHARS
 from agent_knowledge.records import (
     ClientRecord,
     DocumentRecord,
@@ -34,6 +35,8 @@ from agent_knowledge.repositories.bundle import Repositories
 # RFC 6750 b64token, bounded so a huge header cannot cost a hash and a lookup.
 _BEARER = re.compile(r"Bearer +([A-Za-z0-9\-._~+/]{16,512}=*) *", re.IGNORECASE)
 _ROUTE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._\-]{0,127}")
+# Not a valid route name: the access check of a run that does not exist fails with the same 404.
+_NO_ROUTE = "-"
 
 
 @dataclass(frozen=True)
@@ -172,6 +175,32 @@ def open_workspace(
     )
 
 
-def revalidate(repositories: Repositories, authorization: str | None, route: str, now: float) -> Caller:
-    """The caller alone (the scope is read alongside at no extra round trip)."""
-    return open_workspace(repositories, authorization, route, now).caller
+def open_run(repositories: Repositories, authorization: str | None, run_id: str, now: float) -> RunRecord:
+    """The run, after revalidating the caller against its route and checking it owns the run.
+
+    Two round trips: {session, run}, then {client, the run's route}; the checks keep their order.
+    """
+    token = bearer_token(authorization)
+    session, run = batch_get(
+        repositories.dynamodb,
+        [
+            repositories.sessions.lookup_by_token(token),
+            repositories.runs.lookup(run_id) if 0 < len(run_id) <= RUN_ID_MAX_CHARS else None,
+        ],
+    )
+    session = check_session(session, now)
+    route = run.route if run is not None else _NO_ROUTE
+    client, route_record = batch_get(
+        repositories.dynamodb,
+        [
+            repositories.clients.lookup(session.client_app_id),
+            repositories.routes.lookup(route) if valid_route_name(route) else None,
+        ],
+    )
+    try:
+        caller = check_access(session, client, route, route_record)
+    except WorkspaceNotFound:
+        raise RunNotFound(run_id=run_id if run is not None else None) from None
+    if run is None or run.session_id != caller.session_id or run.client_app_id != caller.client_app_id:
+        raise RunNotFound()
+    return run

@@ -11,40 +11,32 @@ task-required may only use knowledge through such a run.
 
 from __future__ import annotations
 
-from typing import Final
-
 from agent_knowledge.errors import RunNotFound, RunNotReady, TaskNotActive
-from agent_knowledge.identity.caller import Caller, Workspace
+from agent_knowledge.identity.caller import Workspace
 from agent_knowledge.records import RunRecord, TaskRecord
 from agent_knowledge.repositories.bundle import Repositories
 
 
-class _Unread:
-    """Marks a record that was not read ahead (in the workspace's batches): read it now."""
-
-
-UNREAD: Final = _Unread()
-
-
 def authorize_run(
     repositories: Repositories,
-    caller: Caller,
+    workspace: Workspace,
     run_id: str | None,
     now: float,
     *,
     allow_preparing: bool = False,
-    workspace: Workspace | None = None,
 ) -> RunRecord | None:
-    """The run, if this caller may use knowledge under it now. With `workspace`, the run and its
-    task come from the records read with the identity (`open_workspace(run_id=...)`)."""
+    """The run, if this caller may use knowledge under it now. The run and its task are the
+    records read with the identity (`open_workspace(run_id=...)`)."""
+    caller = workspace.caller
     if run_id is None:
         if caller.session.task_required:
             raise TaskNotActive("this session may only use knowledge through a run of its managed task")
         return None
 
-    run = workspace.run if workspace is not None else repositories.runs.get(run_id)
+    run = workspace.run
     if (
         run is None
+        or run.run_id != run_id
         or run.session_id != caller.session_id
         or run.client_app_id != caller.client_app_id
         or run.route != caller.route.route
@@ -58,24 +50,22 @@ def authorize_run(
         if caller.session.task_required:
             raise TaskNotActive("this session may only use knowledge through a run of its managed task")
         return run
-    task = workspace.task if workspace is not None and workspace.task is not None else UNREAD
-    ensure_task_usable(repositories, run.task_id, caller.session_id, now, task=task)
+    ensure_task_usable(repositories, workspace.task, run.task_id, caller.session_id, now)
     return run
 
 
 def ensure_task_usable(
     repositories: Repositories,
+    task: TaskRecord | None,
     task_id: str,
     session_id: str,
     now: float,
-    *,
-    task: TaskRecord | None | _Unread = UNREAD,
 ) -> TaskRecord:
-    """The task, if it is active, unexpired, has `session_id` as a member and no revoked member.
-    `task` is the record when it was read ahead (None: read ahead and not found)."""
-    if isinstance(task, _Unread):
-        task = repositories.tasks.get(task_id)
-    if task is None or task.state != "active" or task.expires_at <= now or session_id not in task.members:
+    """The task (read with the identity; None: not found), if it is `task_id`, active, unexpired,
+    has `session_id` as a member and no revoked member."""
+    if task is None or task.task_id != task_id or task.state != "active" or task.expires_at <= now:
+        raise TaskNotActive()
+    if session_id not in task.members:
         raise TaskNotActive()
     for member in task.members:
         if member == session_id:

@@ -14,8 +14,7 @@ from typing import TYPE_CHECKING
 from agent_knowledge.records import KnowledgeBaseRecord, KnowledgeConfig
 
 if TYPE_CHECKING:
-    from agent_knowledge.identity.caller import Caller
-    from agent_knowledge.repositories.bundle import Repositories
+    pass
 
 
 def canonical_json(value: object) -> bytes:
@@ -56,9 +55,3 @@ class Scope:
 
     def enabled_kb_ids(self) -> list[str]:
         return [kb_id for kb_id, on in kb_enabled_flags(self.config, self.knowledge_bases).items() if on]
-
-
-def load_scope(repositories: Repositories, caller: Caller) -> Scope:
-    """The caller's route scope as it is right now: its configuration and a fresh read of its KBs."""
-    config = caller.route.knowledge
-    return Scope(config, repositories.knowledge_bases.get_many(source_kb_ids(config)))

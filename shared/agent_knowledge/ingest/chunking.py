@@ -19,8 +19,9 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from typing import NamedTuple
 
-from agent_knowledge.ingest.markdown import Heading, headings
+from agent_knowledge.ingest.markdown import NON_BLANK_LINE, Heading, headings
 
 TARGET_CHARS = 700
 # A heading starts a new chunk only when the current one already has this much text, so a
@@ -43,8 +44,7 @@ class Chunk:
     text: str
 
 
-@dataclass(frozen=True)
-class _Unit:
+class _Unit(NamedTuple):  # (a tuple: there is one per sentence, created fast)
     start: int
     end: int
     heading: bool
@@ -61,17 +61,15 @@ def _trimmed(body: str, start: int, end: int) -> tuple[int, int] | None:
 
 def _block_spans(body: str) -> Iterator[tuple[int, int]]:
     """Runs of non-blank lines: from the start of the first to the end of the last (no `\\n`)."""
-    start = block = 0
-    while start <= len(body):
-        end = body.find("\n", start)
-        end = len(body) if end < 0 else end
-        if body[start:end].isspace() or start == end:
-            if block < start:
-                yield block, start - 1
-            block = end + 1
-        start = end + 1
-    if block < len(body):
-        yield block, len(body)
+    start = end = -1
+    for line in NON_BLANK_LINE.finditer(body):
+        if start < 0 or line.start() > end + 1:
+            if start >= 0:
+                yield start, end
+            start = line.start()
+        end = line.end()
+    if start >= 0:
+        yield start, end
 
 
 def _blocks(body: str) -> Iterator[_Unit]:
@@ -91,6 +89,8 @@ def _blocks(body: str) -> Iterator[_Unit]:
 
 
 def _hard_split(body: str, start: int, end: int) -> list[_Unit]:
+    if end - start <= MAX_SENTENCE_CHARS:
+        return [_Unit(start, end, heading=False)]  # (trimmed already)
     pieces: list[_Unit] = []
     while end - start > MAX_SENTENCE_CHARS:
         cut = start + TARGET_CHARS

@@ -5,7 +5,8 @@ refused before anything stored is touched.
 
 Decoding: a byte order mark decides (UTF-8 or UTF-16; a UTF-8 BOM is dropped, it is not text);
 else HTML is decoded by the charset its `<meta charset>` / `http-equiv` declares, with the
-labels browsers use (`iso-8859-1` means windows-1252); everything else must be UTF-8.
+labels browsers use (`iso-8859-1` means windows-1252); everything else must be UTF-8. Only text
+encodings browsers decode are accepted (`text_codec`), and text with NUL characters is binary.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import codecs
 import hashlib
 import json
 import re
+import time
 from dataclasses import dataclass
 
 from agent_knowledge.errors import InvalidRequest
@@ -27,6 +29,10 @@ MAX_TITLE_CHARS = 255
 DIGEST_HEX_CHARS = 16
 # A DynamoDB item holds at most 400 KB; the chunk digests and offsets must fit with room to spare.
 MAX_CHUNK_METADATA_BYTES = 300_000
+# CPU time (of the preparing thread) one document may take to prepare. Every parser is linear, so
+# the largest document takes far less; the budget bounds whatever input is still slow, so that one
+# document fails with its reason instead of its batch running out of time.
+MAX_PREPARE_CPU_SECONDS = 10.0
 
 
 class IngestError(InvalidRequest):
@@ -62,28 +68,88 @@ class PreparedDocument:
 _BOMS = ((codecs.BOM_UTF8, "utf-8"), (codecs.BOM_UTF16_LE, "utf-16-le"), (codecs.BOM_UTF16_BE, "utf-16-be"))
 # Where browsers look for the declaration (the HTML standard says 1024 bytes; be lenient).
 CHARSET_PRESCAN_BYTES = 4096
-_META_CHARSET = re.compile(rb"<meta\b[^>]*?\bcharset\s*=\s*[\"']?\s*([A-Za-z0-9_.:-]+)", re.IGNORECASE)
+# Each `<meta` tag (to its `>`) is found once, then searched for a charset: no pattern rescans
+# from every `<meta` or every blank (possessive quantifiers).
+_META_TAG = re.compile(rb"<meta\b[^>]*+", re.IGNORECASE)
+_META_CHARSET = re.compile(rb"\bcharset\s*+=\s*+(?:[\"']\s*+)?([A-Za-z0-9_.:-]+)", re.IGNORECASE)
 # Labels whose meaning in HTML differs from Python's codec of the same name (WHATWG Encoding).
 _HTML_LABELS = {
     "iso-8859-1": "cp1252", "iso8859-1": "cp1252", "latin1": "cp1252", "l1": "cp1252", "ascii": "cp1252",
     "us-ascii": "cp1252", "iso-ir-100": "cp1252", "cp819": "cp1252", "ibm819": "cp1252",
     "gb2312": "gbk", "gb_2312": "gbk", "gb_2312-80": "gbk", "x-gbk": "gbk",
-    # A UTF-16 label found by an ASCII prescan cannot be true: the bytes are ASCII-compatible.
-    "utf-16": "utf-8", "utf-16le": "utf-8", "utf-16be": "utf-8", "unicode": "utf-8",
 }  # fmt: skip
+# The text encodings browsers decode (the WHATWG Encoding Standard), as Python codecs. A charset
+# label is accepted if Python reads it as one of these (`latin1`, `UTF8`, `Shift_JIS`) or if it is
+# one of the standard's labels Python lacks (below); nothing else. Python also has codecs that are
+# no text encodings (`rot13`, `base64`, `zlib`, `punycode`, `undefined`, `utf-7`…): they fail or
+# make garbage of a document.
+_TEXT_CODECS = frozenset(
+    {"utf-8", "utf-16", "utf-16-le", "utf-16-be", "ascii", "cp866", "koi8-r", "koi8-u", "mac-roman",
+     "mac-cyrillic", "cp874", "tis-620", "gbk", "gb2312", "gb18030", "big5", "big5hkscs", "euc_jp",
+     "iso2022_jp", "shift_jis", "cp932", "euc_kr", "cp949"}
+    | {f"iso8859-{n}" for n in (1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 13, 14, 15, 16)}
+    | {f"cp125{n}" for n in range(9)}
+)  # fmt: skip
+_LABELS_PYTHON_LACKS = {
+    label: codec
+    for codec, labels in {
+        "utf-8": "unicode-1-1-utf-8 unicode11utf8 unicode20utf8 x-unicode20utf8",
+        "iso8859-2": "iso88592", "iso8859-3": "iso88593", "iso8859-4": "iso88594", "iso8859-5": "iso88595",
+        "iso8859-6": "csiso88596e csiso88596i iso-8859-6-e iso-8859-6-i iso88596",
+        "iso8859-7": "iso88597 sun_eu_greek",
+        "iso8859-8": "csiso88598e csiso88598i iso-8859-8-e iso-8859-8-i iso88598 logical visual",
+        "iso8859-10": "iso885910", "iso8859-13": "iso885913", "iso8859-14": "iso885914",
+        "iso8859-15": "csisolatin9 iso885915", "koi8-r": "koi koi8", "koi8-u": "koi8-ru",
+        "mac-roman": "csmacintosh mac x-mac-roman", "mac-cyrillic": "x-mac-cyrillic x-mac-ukrainian",
+        "cp874": "dos-874 iso885911 windows-874", "cp1250": "x-cp1250", "cp1251": "x-cp1251",
+        "cp1252": "iso88591 x-cp1252", "cp1253": "x-cp1253", "cp1254": "iso88599 x-cp1254",
+        "cp1255": "x-cp1255", "cp1256": "x-cp1256", "cp1257": "x-cp1257", "cp1258": "x-cp1258",
+        "gbk": "csgb2312 gb_2312 gb_2312-80 x-gbk", "big5": "cn-big5 x-x-big5",
+        "euc_jp": "cseucpkdfmtjapanese x-euc-jp", "shift_jis": "x-sjis", "cp932": "windows-31j",
+        "euc_kr": "cseuckr csksc56011987 iso-ir-149 ks_c_5601-1989 ksc_5601", "cp949": "windows-949",
+        "utf-16-be": "unicodefffe", "utf-16-le": "csunicode iso-10646-ucs-2 ucs-2 unicode unicodefeff",
+    }.items()
+    for label in labels.split()
+}  # fmt: skip
+# The end of every refusal of a charset.
+USE_TEXT_ENCODING = "use UTF-8 or an encoding browsers decode"
+BINARY_CONTENT = "the content is binary (NUL bytes); only text documents are accepted"
+
+
+def text_codec(label: str) -> str | None:
+    """The Python codec for a charset label that names a text encoding browsers decode, else None."""
+    label = label.strip().lower()
+    try:
+        codec = codecs.lookup(label).name
+    except (LookupError, ValueError):  # ValueError: a NUL character in the label
+        return _LABELS_PYTHON_LACKS.get(label)
+    return codec if codec in _TEXT_CODECS else None
 
 
 def declared_charset(content: bytes) -> str | None:
     """The charset an HTML document declares in a `<meta>` near its start, as written."""
-    match = _META_CHARSET.search(content[:CHARSET_PRESCAN_BYTES])
-    return match.group(1).decode("ascii").lower() if match else None
+    prescan = content[:CHARSET_PRESCAN_BYTES]
+    for tag in _META_TAG.finditer(prescan):
+        if match := _META_CHARSET.search(prescan, tag.start(), tag.end()):
+            return match.group(1).decode("ascii").lower()
+    return None
+
+
+def _text_only(text: str) -> str:
+    """The text, unless it is binary: a NUL character is never in a text document (and UTF-16
+    without a byte order mark, read as UTF-8, is one in every other character)."""
+    if "\x00" in text:
+        raise IngestError(BINARY_CONTENT)
+    return text
 
 
 def _decode_as(content: bytes, encoding: str, what: str) -> str:
     try:
-        return content.decode(encoding)
-    except UnicodeDecodeError as exc:
-        raise IngestError(f"content is not valid {what} (invalid byte at offset {exc.start})") from exc
+        text = content.decode(encoding)
+    except ValueError as exc:  # UnicodeDecodeError, or whatever else a codec raises
+        where = f" (invalid byte at offset {exc.start})" if isinstance(exc, UnicodeDecodeError) else ""
+        raise IngestError(f"content is not valid {what}{where}") from exc
+    return _text_only(text)
 
 
 def decode_text(content: bytes, media_type: str) -> str:
@@ -97,14 +163,15 @@ def decode_text(content: bytes, media_type: str) -> str:
     if charset is None or charset in {"utf-8", "utf8"}:
         declared = " and declares no charset" if media_type == "text/html" and charset is None else ""
         try:
-            return content.decode("utf-8")
+            text = content.decode("utf-8")
         except UnicodeDecodeError as exc:
             raise IngestError(f"content is not valid UTF-8 (invalid byte at offset {exc.start}){declared}") from exc
-    encoding = _HTML_LABELS.get(charset, charset)
-    try:
-        codecs.lookup(encoding)
-    except LookupError:
-        raise IngestError(f"the HTML declares an unknown charset {charset!r}") from None
+        return _text_only(text)
+    encoding = _HTML_LABELS.get(charset) or text_codec(charset)
+    if encoding is None:
+        raise IngestError(f"the HTML declares an unsupported charset {charset!r}; {USE_TEXT_ENCODING}")
+    if encoding.startswith("utf-16"):  # found by an ASCII prescan, so not true: the bytes are ASCII-compatible
+        encoding = "utf-8"
     return _decode_as(content, encoding, f"{charset} as the HTML declares")
 
 
@@ -114,10 +181,25 @@ def _decode(content: bytes | str, media_type: str) -> str:
             content.encode("utf-8")
         except UnicodeEncodeError as exc:
             raise IngestError("content is not valid Unicode text (lone surrogate characters)") from exc
-        return content.removeprefix("\ufeff")
+        return _text_only(content.removeprefix("\ufeff"))
     if len(content) > MAX_BODY_BYTES * 4:  # refuse absurd inputs before decoding them
         raise IngestError(f"content is larger than {MAX_BODY_BYTES} bytes")
     return decode_text(content, media_type)
+
+
+class _CpuBudget:
+    """`MAX_PREPARE_CPU_SECONDS` from now; `check` raises once it is spent. Thread time, not process
+    time: other threads of the process (I/O pools, a local server's requests) are not this document's."""
+
+    def __init__(self) -> None:
+        self._limit = time.thread_time() + MAX_PREPARE_CPU_SECONDS
+
+    def check(self) -> None:
+        if time.thread_time() > self._limit:
+            raise IngestError(
+                f"the document took more than {MAX_PREPARE_CPU_SECONDS:g} s of CPU to prepare; "
+                "split it into smaller documents"
+            )
 
 
 def _check_title(title: str) -> str:
@@ -140,16 +222,20 @@ def prepare_document(
         title = _check_title(title)
     if media_type not in MEDIA_TYPES:
         raise IngestError(f"unsupported media type {media_type!r}; expected one of {', '.join(MEDIA_TYPES)}")
+    budget = _CpuBudget()  # checked between the phases and while chunking
     text = _decode(content, media_type)
+    budget.check()
     if title is None:
         title = _check_title(document_title(text, media_type, source_key))
-    body = html_to_text(text) if media_type == "text/html" else text
+        budget.check()
+    body = html_to_text(text, budget.check) if media_type == "text/html" else text
+    budget.check()
     body_bytes = body.encode("utf-8")
     if len(body_bytes) > MAX_BODY_BYTES:
         raise IngestError(f"body is larger than {MAX_BODY_BYTES} bytes ({len(body_bytes)} bytes of UTF-8)")
     if not body.strip():
         raise IngestError("body is empty" + (" after converting HTML to text" if media_type == "text/html" else ""))
-    chunks = chunk_text(body)
+    chunks = chunk_text(body, budget.check)
     digests = [chunk_digest(chunk.text) for chunk in chunks]
     offsets = byte_offsets(body, chunks)
     if len(json.dumps([digests, offsets])) > MAX_CHUNK_METADATA_BYTES:

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import html
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Literal
 
 _SKIP = {"script", "style", "head", "noscript", "template", "svg", "nav", "iframe", "object"}
@@ -41,22 +41,59 @@ _TAG = re.compile(
 # Elements whose content is text up to their end tag, not markup (as `html.parser` reads them).
 _RAW_TEXT_END = {name: re.compile(rf"</{name}(?=[\t\n\f\r />])", re.IGNORECASE) for name in ("script", "style")}
 _COMMENT_END = re.compile(r"--!?>")
+# A decimal character reference of 8+ digits is rewritten before decoding, its value kept (past
+# U+10FFFF it is U+FFFD either way): `int()` refuses over 4300 digits, so `html.unescape` raised.
+_LONG_DECIMAL_REFERENCE = re.compile(r"&#([0-9]{8,})")
+# Long text is decoded in pieces of about this size, each cut before an `&` (no reference holds
+# one), with a checkpoint between them: no single step of unbounded length.
+UNESCAPE_PIECE_CHARS = 64 * 1024
+# How often (in tokens) `html_to_text` calls its checkpoint.
+CHECKPOINT_TOKENS = 4096
 
 Kind = Literal["text", "start", "end"]
 
 
-def html_tokens(text: str) -> Iterator[tuple[Kind, str, bool, int]]:
-    """(kind, tag name or decoded text, self-closing, end offset) of each token, in order.
+def _short_reference(match: re.Match[str]) -> str:
+    digits = match.group(1).lstrip("0")
+    return "&#" + (digits if len(digits) < 8 else "1114112") if digits else "&#0"
 
-    Comments, declarations and processing instructions yield nothing; the text of a script or
-    style element is yielded undecoded. Input that ends inside a construct ends the tokens."""
+
+def unescape(text: str, checkpoint: Callable[[], None] | None = None) -> str:
+    """`html.unescape` that no input makes raise, done in pieces (`checkpoint` between them)."""
+    if "&" not in text:
+        return text
+    text = _LONG_DECIMAL_REFERENCE.sub(_short_reference, text)
+    if len(text) <= UNESCAPE_PIECE_CHARS:
+        return html.unescape(text)
+    pieces: list[str] = []
+    start = 0
+    while start < len(text):
+        cut = len(text)
+        if cut - start > UNESCAPE_PIECE_CHARS:
+            cut = text.rfind("&", start + 1, start + UNESCAPE_PIECE_CHARS)
+            if cut < 0:  # the piece holds one reference at most (at its start): one quick step
+                cut = text.find("&", start + 1)
+                cut = len(text) if cut < 0 else cut
+        pieces.append(html.unescape(text[start:cut]))
+        if checkpoint is not None:
+            checkpoint()
+        start = cut
+    return "".join(pieces)
+
+
+def html_tokens(text: str) -> Iterator[tuple[Kind, str, bool, int]]:
+    """(kind, tag name or text, self-closing, end offset) of each token, in order. Text is as
+    written (`html.unescape` it where it is used: decoding is the costly part).
+
+    Comments, declarations and processing instructions yield nothing. Input that ends inside a
+    construct ends the tokens."""
     i, n = 0, len(text)
     while i < n:
         j = text.find("<", i)
         if j < 0:
             j = n
         if i < j:
-            yield "text", html.unescape(text[i:j]), False, j
+            yield "text", text[i:j], False, j
         if j >= n:
             return
         if (tag := _TAG.match(text, j)) is not None:
@@ -93,7 +130,8 @@ def html_tokens(text: str) -> Iterator[tuple[Kind, str, bool, int]]:
 
 
 class _TextExtractor:
-    def __init__(self) -> None:
+    def __init__(self, checkpoint: Callable[[], None] | None) -> None:
+        self._checkpoint = checkpoint
         self.paragraphs: list[str] = []
         self._current: list[str] = []
         self._skip_depth = 0
@@ -101,6 +139,8 @@ class _TextExtractor:
         self._heading: int | None = None
 
     def flush(self) -> None:
+        if not self._current:
+            return
         text = "".join(self._current)
         self._current = []
         text = text.strip("\n") if self._pre_depth else _SPACES.sub(" ", text).strip()
@@ -137,12 +177,15 @@ class _TextExtractor:
 
     def handle_data(self, data: str) -> None:
         if not self._skip_depth:
-            self._current.append(data)
+            self._current.append(unescape(data, self._checkpoint))
 
 
-def html_to_text(html: str) -> str:
-    extractor = _TextExtractor()
-    for kind, value, closed, _ in html_tokens(html):
+def html_to_text(html: str, checkpoint: Callable[[], None] | None = None) -> str:
+    """`checkpoint` is called every `CHECKPOINT_TOKENS` tokens (it may raise to stop the work)."""
+    extractor = _TextExtractor(checkpoint)
+    for count, (kind, value, closed, _) in enumerate(html_tokens(html)):
+        if checkpoint is not None and count % CHECKPOINT_TOKENS == 0:
+            checkpoint()
         if kind == "text":
             extractor.handle_data(value)
         elif kind == "end":

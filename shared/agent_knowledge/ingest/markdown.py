@@ -22,6 +22,11 @@ MAX_HEADING_CHARS = 1000
 _SETEXT_UNDERLINE = re.compile(r"[ ]{0,3}(?:=+|-+)[ \t\r]*")
 _THEMATIC_BREAK = re.compile(r"[ ]{0,3}([-*_])(?:[ \t]*+\1){2,}+[ \t\r]*+")
 _FENCE = re.compile(r"[ ]{0,3}(`{3,}|~{3,})")
+# The characters (after at most three spaces) a line must start with to be anything but paragraph
+# text: a fence, heading, underline, thematic break or another block (every pattern here).
+_BLOCK_MARKS = frozenset("`~#=-*_+>|<0123456789")
+# A line with something on it (a run of blank lines between two is skipped in one step).
+NON_BLANK_LINE = re.compile(r"^[^\S\n]*+\S[^\n]*", re.MULTILINE)
 # Lines that open another kind of block, so they cannot be (the start of) a Setext heading's text.
 _OTHER_BLOCK = re.compile(r"[ ]{0,3}(?:[-*+][ \t]|\d{1,9}[.)](?:[ \t]|\r?$)|>|\||<[A-Za-z/!?])")
 # Front matter starts with `---` on the first line and a `key:` line (so a document that merely
@@ -58,16 +63,6 @@ def front_matter_title(text: str) -> str | None:
     return " ".join(value.split()) or None
 
 
-def _lines(text: str) -> Iterator[tuple[int, int]]:
-    start = 0
-    while start < len(text):
-        end = text.find("\n", start)
-        if end < 0:
-            end = len(text)
-        yield start, end
-        start = end + 1
-
-
 def _clean(text: str) -> str:
     return " ".join(text.split())
 
@@ -95,20 +90,21 @@ def _atx(line: str) -> tuple[int, str] | None:
 def _headings(text: str) -> Iterator[Heading]:
     fence: str | None = None  # the open code fence (its backticks or tildes), if any
     paragraph: int | None = None  # start offset of the run of paragraph lines the next line may underline
-    previous_end = 0
-    skip_to = front_matter_end(text)
-    for start, end in _lines(text):
-        if start < skip_to:
-            continue
-        line = text[start:end]
+    previous_end = last_end = 0  # the end of the last paragraph line, of the last non-blank line
+    for found in NON_BLANK_LINE.finditer(text, front_matter_end(text)):
+        start, end = found.span()
+        line, blank_before, last_end = found.group(), start > last_end + 1, end
         if fence is not None:
             closing = _FENCE.match(line)
             if closing and closing.group(1)[0] == fence[0] and len(closing.group(1)) >= len(fence):
                 if not line[closing.end() :].strip():
                     fence = None
             continue
-        if not line.strip():
+        if blank_before:
             paragraph = None
+        if line[:4].lstrip(" ")[:1] not in _BLOCK_MARKS:  # paragraph text (the common case)
+            if paragraph is None:
+                paragraph = start
         elif opening := _FENCE.match(line):
             fence, paragraph = opening.group(1), None
         elif atx := _atx(line):

@@ -10,7 +10,6 @@ nothing else; only storage failures raise (the queue then retries the message, a
 
 from __future__ import annotations
 
-import codecs
 import hashlib
 import json
 from collections.abc import Iterator
@@ -19,7 +18,7 @@ from email.message import Message
 from typing import Any, Literal
 from urllib.parse import unquote_plus
 
-from agent_knowledge.ingest.content import MAX_BODY_BYTES, MEDIA_TYPES, IngestError
+from agent_knowledge.ingest.content import MAX_BODY_BYTES, MEDIA_TYPES, USE_TEXT_ENCODING, IngestError, text_codec
 from agent_knowledge.ingest.ingestor import Ingestor, IngestResult, SourceVersion
 from agent_knowledge.ingest.source_files import media_type_of, title_from_metadata
 from agent_knowledge.repositories.bundle import Repositories
@@ -118,14 +117,14 @@ def decode_declared(content: bytes, charset: str | None) -> bytes | str:
     (`prepare_document` decodes them as for every upload: byte order mark, HTML `<meta>`, UTF-8)."""
     if not charset:
         return content
+    codec = text_codec(charset)
+    if codec is None:  # only text encodings: Python's `rot13`, `zlib`, `base64`… are codecs too
+        raise IngestError(f"unsupported charset {charset[:40]!r} in the object's Content-Type; {USE_TEXT_ENCODING}")
     try:
-        codecs.lookup(charset)
-    except LookupError:
-        raise IngestError(f"unknown charset {charset!r} in the object's Content-Type") from None
-    try:
-        return content.decode(charset).removeprefix("\ufeff")
-    except UnicodeDecodeError as exc:
-        raise IngestError(f"content is not valid {charset} (invalid byte at offset {exc.start})") from None
+        return content.decode(codec).removeprefix("\ufeff")
+    except ValueError as exc:  # UnicodeDecodeError, or whatever else a codec raises
+        where = f" (invalid byte at offset {exc.start})" if isinstance(exc, UnicodeDecodeError) else ""
+        raise IngestError(f"content is not valid {charset}{where}") from None
 
 
 NO_CHARSET_HINT = (

@@ -9,12 +9,11 @@ agent nothing about which document it is.
 
 from __future__ import annotations
 
-import html
 import re
 from pathlib import PurePosixPath
 
-from agent_knowledge.ingest.html_text import html_tokens
-from agent_knowledge.ingest.markdown import first_heading, front_matter_title, headings
+from agent_knowledge.ingest.html_text import html_tokens, unescape
+from agent_knowledge.ingest.markdown import MAX_HEADING_CHARS, first_heading, front_matter_title, headings
 
 MAX_TITLE_CHARS = 200
 # A first line longer than this is a paragraph, not a title.
@@ -23,6 +22,8 @@ SOURCE_SUFFIXES = (".md", ".markdown", ".txt", ".html", ".htm")
 # A `<title>` or `<h1>` is looked at only up to this far from its start tag: a longer one is not
 # a title, and a bound keeps the search linear (unclosed tags are not rescanned to the end).
 MAX_HTML_TITLE_SOURCE_CHARS = 16 * 1024
+# ... and only in the page's first MiB: titles sit at the start; a page without one stays cheap.
+MAX_HTML_TITLE_SCAN_CHARS = 1024 * 1024
 # Titles come from real markup only: not from comments (the tokenizer drops them), scripts,
 # styles, templates, `<noscript>`, nor an SVG or MathML `<title>`.
 _NOT_DOCUMENT_MARKUP = {"script", "style", "template", "noscript", "svg", "math"}
@@ -36,7 +37,7 @@ def _html_title(text: str) -> str | None:
     title_end = -1  # the next `</title` (one search serves every `<title>` before it)
     h1: list[str] | None = None  # the text of the `<h1>` being read, if any
     h1_start = 0
-    for kind, value, closed, end in html_tokens(text):
+    for kind, value, closed, end in html_tokens(text[:MAX_HTML_TITLE_SCAN_CHARS]):
         if kind == "text":
             if h1 is not None and not hidden:
                 h1.append(value)
@@ -45,7 +46,7 @@ def _html_title(text: str) -> str | None:
                 hidden = hidden + 1 if kind == "start" else max(0, hidden - 1)
         elif h1 is not None:
             if kind == "end" and value == "h1":
-                return "".join(h1)
+                return unescape("".join(h1))
         elif hidden:
             continue
         elif kind == "start" and value == "title":
@@ -53,7 +54,7 @@ def _html_title(text: str) -> str | None:
                 found = _TITLE_END.search(text, end)
                 title_end = found.start() if found else len(text)
             if title_end < len(text) and title_end - end <= MAX_HTML_TITLE_SOURCE_CHARS:
-                return html.unescape(_TAG.sub("", text[end:title_end]))
+                return unescape(_TAG.sub("", text[end:title_end]))
         elif kind == "start" and value == "h1":
             h1, h1_start = [], end
         if h1 is not None and end - h1_start > MAX_HTML_TITLE_SOURCE_CHARS:
@@ -62,13 +63,15 @@ def _html_title(text: str) -> str | None:
 
 
 def _text_title(text: str) -> str | None:
-    found = headings(text)
-    if found and found[0].text and not text[: found[0].start].strip():
-        return found[0].text  # a Setext (or `#`) heading on the first line
-    # The first non-blank line, if the next line is blank (plain string scans: linear).
     start = len(text) - len(text.lstrip())
     if start == len(text):
         return None
+    # A heading on the first line ends within MAX_HEADING_CHARS, underline included: look no further.
+    prefix_end = text.find("\n", start + MAX_HEADING_CHARS + 1)
+    found = headings(text if prefix_end < 0 else text[:prefix_end])
+    if found and found[0].text and not text[: found[0].start].strip():
+        return found[0].text  # a Setext (or `#`) heading on the first line
+    # The first non-blank line, if the next line is blank.
     line_end = text.find("\n", start)
     line_end = len(text) if line_end < 0 else line_end
     first = text[start:line_end].rstrip()

@@ -24,7 +24,7 @@ from agent_knowledge.errors import (
     ReferenceInvalid,
     ScopeChanged,
 )
-from agent_knowledge.identity.caller import open_workspace
+from agent_knowledge.identity.caller import Workspace
 from agent_knowledge.identity.run_access import authorize_run
 from agent_knowledge.knowledge.body_window import BodyWindow, read_body_window
 from agent_knowledge.knowledge.read_budget import plan_page, window_end
@@ -92,13 +92,49 @@ class _Tokens:
         return self.reference, self.cursor
 
 
-def _open_ahead(deps: Dependencies, request: ReadRequest | None) -> _Tokens:
-    if request is None:
-        return _Tokens()
-    try:
-        return _Tokens(*_open_tokens(deps.token_codec(), request))
-    except (ReferenceInvalid, KnowledgeUnavailable) as error:
-        return _Tokens(error=error)
+@dataclass
+class ReadAhead:
+    """What a read does before the caller's identity is read: its tokens opened (an error is kept
+    and raised later, in the protocol's order), so that the document the reference names joins the
+    identity's first round trip (`document_key`) and its body fetch starts beside the second
+    (`fetch_body`, called by `open_workspace` once the session is valid)."""
+
+    deps: Dependencies
+    body: ParsedBody[ReadRequest]
+    tokens: _Tokens
+    fetches: list[Future[BodyWindow]]
+
+    @property
+    def run_id(self) -> str | None:
+        return self.body.model.run_id if self.body.model else None
+
+    @property
+    def document_key(self) -> tuple[str, str] | None:
+        reference = self.tokens.reference
+        return (reference.kb_id, reference.doc_id) if reference else None
+
+    def fetch_body(self, session: SessionRecord, document: DocumentRecord | None) -> None:
+        """Start the body read if the record read with the session is what the reference names;
+        the bytes are used only once every check passed."""
+        reference, cursor = self.tokens.reference, self.tokens.cursor
+        if reference is None or document is None or not _fetchable(document, reference):
+            return
+        offset = cursor.offset if cursor else 0
+        served = cursor.served if cursor else 0
+        if offset <= document.body_bytes:
+            end = window_end(offset, served, document.body_bytes, self.body.get().max_bytes)
+            self.fetches.append(background(read_body_window, self.deps.repositories.bodies, document, offset, end))
+
+
+def read_ahead(deps: Dependencies, body: ParsedBody[ReadRequest]) -> ReadAhead:
+    """Open the request's tokens before the identity is read (see `ReadAhead`)."""
+    tokens = _Tokens()
+    if body.model is not None:
+        try:
+            tokens = _Tokens(*_open_tokens(deps.token_codec(), body.model))
+        except (ReferenceInvalid, KnowledgeUnavailable) as error:
+            tokens = _Tokens(error=error)
+    return ReadAhead(deps, body, tokens, [])
 
 
 def _fetchable(document: DocumentRecord, reference: ReferenceClaims) -> bool:
@@ -133,38 +169,15 @@ def _window(
         raise KnowledgeChanged() from None
 
 
-def read_knowledge(
-    deps: Dependencies, authorization: str | None, route: str, body: ParsedBody[ReadRequest]
-) -> ReadResponse:
-    tokens = _open_ahead(deps, body.model)
-    reference_ahead, cursor_ahead = tokens.reference, tokens.cursor
-    fetches: list[Future[BodyWindow]] = []
-
-    def fetch_body(session: SessionRecord, document: DocumentRecord | None) -> None:
-        """Start the body read beside the identity's second round trip, if the record read in the
-        first one is what the reference names; the bytes are used only once every check passed."""
-        if reference_ahead is None or document is None or not _fetchable(document, reference_ahead):
-            return
-        offset = cursor_ahead.offset if cursor_ahead else 0
-        served = cursor_ahead.served if cursor_ahead else 0
-        if offset <= document.body_bytes:
-            end = window_end(offset, served, document.body_bytes, body.get().max_bytes)
-            fetches.append(background(read_body_window, deps.repositories.bodies, document, offset, end))
-
-    workspace = open_workspace(
-        deps.repositories,
-        authorization,
-        route,
-        deps.clock(),
-        run_id=body.model.run_id if body.model else None,
-        document=(reference_ahead.kb_id, reference_ahead.doc_id) if reference_ahead else None,
-        after_session=fetch_body,
-    )
+def read_knowledge(deps: Dependencies, workspace: Workspace, ahead: ReadAhead) -> ReadResponse:
+    """One page, for the workspace opened with `ahead`'s run, document and body fetch
+    (`open_workspace(run_id=ahead.run_id, document=ahead.document_key, after_session=ahead.fetch_body)`)."""
     caller = workspace.caller
-    request = body.get()
-    authorize_run(deps.repositories, caller, request.run_id, deps.clock(), workspace=workspace)
+    request = ahead.body.get()
+    authorize_run(deps.repositories, workspace, request.run_id, deps.clock())
 
-    reference, cursor = tokens.get()
+    reference, cursor = ahead.tokens.get()
+    fetches = ahead.fetches
     codec = deps.token_codec()
     _ensure_fresh(reference, cursor, deps.clock())
     if request.run_id != reference.run_id or not hmac.compare_digest(

@@ -9,8 +9,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 
-from agent_knowledge.identity.caller import Caller
-from agent_knowledge.identity.scope import Scope, load_scope
+from agent_knowledge.identity.caller import Workspace
 from agent_knowledge.index.query import retrieve
 from agent_knowledge.knowledge.hints import fit_hints, hint_drafts, search_status
 from agent_knowledge.models import SearchResponse
@@ -28,14 +27,13 @@ class SearchOutcome:
 
 def search_knowledge(
     deps: Dependencies,
-    caller: Caller,
+    workspace: Workspace,
     query: str,
     limit: int,
     run: RunRecord | None,
-    scope: Scope | None = None,
 ) -> SearchOutcome:
     started = time.perf_counter()
-    scope = scope or load_scope(deps.repositories, caller)
+    caller, scope = workspace.caller, workspace.scope
     run_id = run.run_id if run else None
     response = SearchResponse(
         route=caller.route.route,

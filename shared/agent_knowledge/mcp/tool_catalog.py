@@ -25,7 +25,6 @@ import functools
 import inspect
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from importlib.metadata import PackageNotFoundError, version
 from typing import Annotated, Any, Final
 
 from pydantic import BaseModel, Field, ValidationError, create_model
@@ -52,6 +51,8 @@ READ_ONLY_ANNOTATIONS: Final = {"readOnlyHint": True, "destructiveHint": False, 
 def server_version() -> str:
     """The installed distribution's version; `0+unknown` where there is none (a checkout without
     `pip install -e .`, or the Lambda layer, which ships the package without its metadata)."""
+    from importlib.metadata import PackageNotFoundError, version  # only when asked: not at cold start
+
     try:
         return version(DISTRIBUTION)
     except PackageNotFoundError:

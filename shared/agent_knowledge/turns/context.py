@@ -18,8 +18,8 @@ from dataclasses import dataclass
 
 from agent_knowledge import wire
 from agent_knowledge.errors import KnowledgeChanged, KnowledgeUnavailable
-from agent_knowledge.identity.caller import Caller
-from agent_knowledge.identity.scope import Scope, load_scope
+from agent_knowledge.identity.caller import Caller, Workspace
+from agent_knowledge.identity.scope import Scope
 from agent_knowledge.index.query import RetrievedDocument, retrieve
 from agent_knowledge.knowledge.body_window import read_body_window
 from agent_knowledge.knowledge.hints import issue_reference, score_of, search_status
@@ -102,9 +102,10 @@ def inline_knowledge(deps: Dependencies, caller: Caller, run: RunRecord, scope: 
 
 
 def on_demand_delivery(
-    deps: Dependencies, caller: Caller, run: RunRecord, scope: Scope, query: str
+    deps: Dependencies, workspace: Workspace, run: RunRecord, query: str
 ) -> KnowledgeDeliveryContext:
-    outcome = search_knowledge(deps, caller, query, SEARCH_MAX_RESULTS, run, scope=scope)
+    scope = workspace.scope
+    outcome = search_knowledge(deps, workspace, query, SEARCH_MAX_RESULTS, run)
     delivery = KnowledgeDeliveryContext(
         mode="on_demand",
         knowledge_scope_revision=scope.revision,
@@ -121,19 +122,18 @@ def on_demand_delivery(
 
 def prepare_context(
     deps: Dependencies,
-    caller: Caller,
+    workspace: Workspace,
     run: RunRecord,
     user_input: str,
     mode: KnowledgeDelivery | None,
-    scope: Scope | None = None,
 ) -> TurnResponse:
-    """The turn's context; `scope` is the route's scope read with the identity (else read now)."""
-    scope = scope or load_scope(deps.repositories, caller)
+    """The turn's context, over the route's scope read with the identity."""
+    caller, scope = workspace.caller, workspace.scope
     query = retrieval_query(user_input)
     items: list[KnowledgeItem] = []
     refs: list[KnowledgeRef] = []
     if mode == "on_demand":
-        context = TurnContext(knowledge_delivery=on_demand_delivery(deps, caller, run, scope, query))
+        context = TurnContext(knowledge_delivery=on_demand_delivery(deps, workspace, run, query))
     else:
         inline = inline_knowledge(deps, caller, run, scope, query)
         items, refs = inline.items, inline.refs

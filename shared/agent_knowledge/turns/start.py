@@ -29,8 +29,8 @@ from dataclasses import dataclass, replace
 from agent_knowledge import wire
 from agent_knowledge.errors import KnowledgeUnavailable, RunNotReady, TaskNotActive, TurnConflict
 from agent_knowledge.identity.caller import Caller, Workspace
-from agent_knowledge.identity.run_access import UNREAD, ensure_task_usable
-from agent_knowledge.identity.scope import Scope, canonical_json
+from agent_knowledge.identity.run_access import ensure_task_usable
+from agent_knowledge.identity.scope import canonical_json
 from agent_knowledge.records import RunRecord
 from agent_knowledge.repositories.turn_store import TurnClaim
 from agent_knowledge.runtime.container import Dependencies
@@ -76,17 +76,15 @@ def request_hash(request: TurnRequest) -> str:
     return hashlib.sha256(canonical_json(request.model_dump(mode="json"))).hexdigest()
 
 
-def bound_task_id(
-    deps: Dependencies, caller: Caller, binding: TaskBinding | None, now: float, workspace: Workspace | None = None
-) -> str | None:
+def bound_task_id(deps: Dependencies, workspace: Workspace, binding: TaskBinding | None, now: float) -> str | None:
     """The managed task this turn's run is bound to, after checking the binding against the task
-    (read with the identity when `workspace` is given)."""
+    read with the identity (`open_workspace(task_id=...)`)."""
+    caller = workspace.caller
     if binding is None:
         if caller.session.task_required:
             raise TaskNotActive("this session's turns must be bound to its managed task")
         return None
-    ahead = workspace.task if workspace is not None else UNREAD
-    task = ensure_task_usable(deps.repositories, binding.task_id, caller.session_id, now, task=ahead)
+    task = ensure_task_usable(deps.repositories, workspace.task, binding.task_id, caller.session_id, now)
     if not hmac.compare_digest(task.scope_hash, binding.scope_hash):
         raise TaskNotActive("the task binding does not match the managed task")
     return task.task_id
@@ -94,18 +92,17 @@ def bound_task_id(
 
 def start_turn(
     deps: Dependencies,
-    caller: Caller,
+    workspace: Workspace,
     request: TurnRequest,
     run_ttl_seconds: int,
     sleep: Callable[[float], None] = time.sleep,
-    workspace: Workspace | None = None,
 ) -> TurnOutcome:
-    """`workspace` holds the scope and the bound task read with the identity (`open_workspace`)."""
+    """`workspace`: the caller, the scope and the bound task, read with the identity (`open_workspace`)."""
     repositories = deps.repositories
+    caller = workspace.caller
     now = deps.clock()
     # Checked on replays too: a paused task or a revoked member stops the turn either way.
-    task_id = bound_task_id(deps, caller, request.task_binding, now, workspace)
-    scope = workspace.scope if workspace is not None else None
+    task_id = bound_task_id(deps, workspace, request.task_binding, now)
     key = turn_key(caller, request)
     fingerprint = request_hash(request)
     expires_at = int(now) + run_ttl_seconds
@@ -123,7 +120,7 @@ def start_turn(
     # A new turn (the common case): message, turn and run claimed in one round trip.
     run = _new_run(deps, caller, claim, task_id)
     if repositories.turns.claim_fresh(messages, claim, run):
-        return _prepare(deps, caller, request, claim, task_id, scope, created=run)
+        return _prepare(deps, workspace, request, claim, task_id, created=run)
 
     # Something exists already: the same claims one by one say what (nothing was written).
     owner, claimed_message = repositories.turns.claim_message(messages, key, expires_at)
@@ -132,22 +129,21 @@ def start_turn(
 
     existing = repositories.turns.claim_turn(claim)
     if existing is None:
-        return _prepare(deps, caller, request, claim, task_id, scope)
+        return _prepare(deps, workspace, request, claim, task_id)
     if not hmac.compare_digest(existing.request_hash, fingerprint):
         if claimed_message:
             repositories.turns.release_message(messages, key)
         raise TurnConflict()
-    return _replay(deps, caller, request, existing, task_id, sleep, scope)
+    return _replay(deps, workspace, request, existing, task_id, sleep)
 
 
 def _replay(
     deps: Dependencies,
-    caller: Caller,
+    workspace: Workspace,
     request: TurnRequest,
     existing: TurnClaim,
     task_id: str | None,
     sleep: Callable[[float], None],
-    scope: Scope | None = None,
 ) -> TurnOutcome:
     deadline = time.monotonic() + WAIT_SECONDS
     current: TurnClaim | None = existing
@@ -160,7 +156,7 @@ def _replay(
             lease = int(now) + LEASE_SECONDS
             if deps.repositories.turns.renew_lease(current.key, current.lease_until, lease):
                 logger.info("taking over the preparation of a turn", extra={"run_id": current.run_id})
-                return _prepare(deps, caller, request, replace(current, lease_until=lease), task_id, scope)
+                return _prepare(deps, workspace, request, replace(current, lease_until=lease), task_id)
         if time.monotonic() >= deadline:
             break
         sleep(WAIT_INTERVAL_SECONDS)
@@ -183,11 +179,10 @@ def _new_run(deps: Dependencies, caller: Caller, claim: TurnClaim, task_id: str 
 
 def _prepare(
     deps: Dependencies,
-    caller: Caller,
+    workspace: Workspace,
     request: TurnRequest,
     claim: TurnClaim,
     task_id: str | None,
-    scope: Scope | None = None,
     created: RunRecord | None = None,
 ) -> TurnOutcome:
     """Prepare and freeze the turn's context. `created`: the run, when `claim_fresh` just created
@@ -197,13 +192,13 @@ def _prepare(
         if created is not None:
             run = created
         else:
-            run = _new_run(deps, caller, claim, task_id)
+            run = _new_run(deps, workspace.caller, claim, task_id)
             if not repositories.runs.create(run):  # taken over: the run exists already
                 existing = repositories.runs.get(run.run_id)
                 if existing is None or existing.state not in {"preparing", "context_ready"}:
                     raise RunNotReady()
                 run = existing
-        context = prepare_context(deps, caller, run, request.user_input, request.knowledge_delivery, scope=scope)
+        context = prepare_context(deps, workspace, run, request.user_input, request.knowledge_delivery)
         body = wire.dumps(context)
         # Usually both at once; if that is refused (nothing written), one by one to learn why.
         frozen = repositories.turns.freeze_with_run(claim.key, run.run_id, claim.lease_until, body)

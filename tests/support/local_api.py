@@ -19,8 +19,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from agent_knowledge_dev.aws_environment import environment_without_aws
 from agent_knowledge_dev.template import PROJECT_ROOT
-from agent_knowledge_dev.testing.environment import environment_without_aws
 
 CLI = [sys.executable, "-m", "agent_knowledge_dev.cli"]
 WORKSPACE = "/agent-api/v1/workspaces/{route}/knowledge"

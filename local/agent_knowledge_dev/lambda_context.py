@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import time
 
-from agent_knowledge_dev.testing.environment import REGION
+from agent_knowledge_dev.aws_environment import REGION
 
 # A fixed id, so that tests can assert the "internal error (request id …)" message.
 DEFAULT_REQUEST_ID = "test-request-id"

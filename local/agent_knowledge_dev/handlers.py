@@ -18,7 +18,7 @@ from typing import Any
 
 # The project's root, computed here rather than taken from `template` (which imports yaml): loading
 # a handler must cost no more than the handler itself (bench/memory_child.py measures it).
-PROJECT_ROOT = Path(__file__).resolve().parents[3]
+PROJECT_ROOT = Path(__file__).resolve().parents[2]
 EVENTS = PROJECT_ROOT / "events"
 FUNCTIONS = PROJECT_ROOT / "functions"
 
@@ -91,7 +91,7 @@ class HttpResult:
 
 def invoke_function(name: str, event: dict[str, Any], **options: Any) -> HttpResult:
     """Call `functions/<name>`'s handler with `event`; `options` go to the handler (e.g. `deps=`)."""
-    from agent_knowledge_dev.testing.lambda_context import LambdaContext
+    from agent_knowledge_dev.lambda_context import LambdaContext
 
     result = load_function(name).lambda_handler(event, LambdaContext(), **options)
     return HttpResult(status=result["statusCode"], headers=result.get("headers", {}), body=result.get("body", ""))

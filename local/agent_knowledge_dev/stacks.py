@@ -15,16 +15,10 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from agent_knowledge_dev.runtime import reset_caches
+
 if TYPE_CHECKING:
     from agent_knowledge.repositories.bundle import Repositories
-
-
-def reset_caches() -> None:
-    """The layer's `reset_container_caches()`, imported when called: importing the layer's runtime
-    creates the Powertools logger and metrics, which must see the caller's environment first."""
-    from agent_knowledge.runtime.container import reset_container_caches
-
-    reset_container_caches()
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,69 @@
+"""POST /agent-api/v1/workspaces/{route}/mcp — MCP over Streamable HTTP (stateless, JSON answers):
+the tools knowledge_search and knowledge_read, each call revalidated like the knowledge routes.
+GET and DELETE answer 405. Transport and JSON-RPC: `agent_knowledge.mcp.stateless_server`."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from agent_knowledge.identity.run_access import authorize_run
+from agent_knowledge.knowledge.read import read_ahead, read_knowledge
+from agent_knowledge.knowledge.search import search_knowledge
+from agent_knowledge.mcp.stateless_server import (
+    StatelessServer,
+    Tool,
+    as_route_body,
+    method_not_allowed,
+    register_mcp_error_handlers,
+)
+from agent_knowledge.mcp.tool_catalog import READ, SEARCH
+from agent_knowledge.models import ReadRequest, ReadResponse, SearchRequest, SearchResponse
+from agent_knowledge.runtime.entry_point import ApiRequest, api_entry_point, current_request
+from agent_knowledge.runtime.http import Response, create_app
+
+PATH = "/agent-api/v1/workspaces/<route>/mcp"
+
+app = create_app()
+register_mcp_error_handlers(app)
+
+
+def knowledge_search(request: ApiRequest, route: str, arguments: dict[str, Any]) -> SearchResponse:
+    """What functions/search/app.py does, the tool's arguments being the request body."""
+    body = as_route_body(arguments, SearchRequest)
+    run_id = body.model.run_id if body.model else None
+    workspace = request.open_workspace(route, run_id=run_id)
+    query = body.get()
+    deps = request.deps
+    run = authorize_run(deps.repositories, workspace, query.run_id, deps.clock())
+    return search_knowledge(deps, workspace, query.query, query.limit, run).response
+
+
+def knowledge_read(request: ApiRequest, route: str, arguments: dict[str, Any]) -> ReadResponse:
+    """What functions/read/app.py does, the tool's arguments being the request body."""
+    body = as_route_body(arguments, ReadRequest)
+    ahead = read_ahead(request.deps, body)
+    workspace = request.open_workspace(
+        route, run_id=ahead.run_id, document=ahead.document_key, after_session=ahead.fetch_body
+    )
+    return read_knowledge(request.deps, workspace, ahead)
+
+
+@app.post(PATH)
+def mcp(route: str) -> Response:
+    request = current_request(app)
+    server = StatelessServer(
+        route,
+        [
+            Tool(SEARCH, SearchResponse, lambda arguments: knowledge_search(request, route, arguments)),
+            Tool(READ, ReadResponse, lambda arguments: knowledge_read(request, route, arguments)),
+        ],
+    )
+    return server.answer(request.event, authenticate=lambda: request.open_workspace(route))
+
+
+@app.route(PATH, method=["GET", "DELETE"])
+def stream_or_session(route: str) -> Response:
+    return method_not_allowed()
+
+
+lambda_handler = api_entry_point(app, request_metric="McpRequests", clients=("dynamodb", "s3", "secretsmanager"))
