@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from agent_knowledge.ingest.batches import index_batch
+from agent_knowledge.index.index_batch import index_batch
 from agent_knowledge.runtime.container import PipelineDependencies, default_pipeline_dependencies
 from agent_knowledge.runtime.observability import logger, traced
 

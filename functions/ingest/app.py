@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from agent_knowledge.ingest.batches import ingest_batch
+from agent_knowledge.ingest.source_batch import ingest_batch
 from agent_knowledge.runtime.container import PipelineDependencies, default_pipeline_dependencies
 from agent_knowledge.runtime.observability import logger, traced
 

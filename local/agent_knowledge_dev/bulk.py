@@ -23,7 +23,7 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any, TypeVar
 
-from agent_knowledge.errors import KnowledgeError
+from agent_knowledge.errors import AgentKnowledgeError
 from agent_knowledge.ingest.content import MAX_BODY_BYTES
 from agent_knowledge.ingest.source_files import media_type_of
 
@@ -159,7 +159,7 @@ def each_file(
             source = futures[future]
             try:
                 result = future.result()
-            except KnowledgeError as exc:  # IngestError and storage failures carry a safe message
+            except AgentKnowledgeError as exc:  # DocumentRejected and storage failures carry a safe message
                 yield source, None, exc.message
             except UnreadableSource as exc:
                 yield source, None, str(exc)

@@ -88,10 +88,10 @@ def _known_failure(error: Exception) -> str | None:
     from botocore.exceptions import BotoCoreError, ClientError
     from pydantic import ValidationError
 
-    from agent_knowledge.errors import KnowledgeError
+    from agent_knowledge.errors import AgentKnowledgeError
     from agent_knowledge_dev.admin import AdminError
 
-    if isinstance(error, KnowledgeError):
+    if isinstance(error, AgentKnowledgeError):
         return error.message
     if isinstance(error, AdminError):
         return str(error)

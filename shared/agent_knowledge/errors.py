@@ -1,5 +1,18 @@
-"""Domain errors: a ladder by what the caller can do about them, each carrying a protocol error
-code, a short safe message and the context a caller (or a log line) needs.
+"""Every exception the layer raises, under one root with context, and the protocol's error ladder.
+
+    AgentKnowledgeError                the root: a safe message and `context()` for log lines
+    ├── KnowledgeError                 reported to an API caller (below)
+    ├── DocumentRejected               a source cannot be ingested as given (ingest/content)
+    │   └── KnowledgeBaseMissing(kb_id)
+    ├── MalformedMessage               a queue message that no retry can apply (ingest, index)
+    ├── BodyMissing → BodyReplaced     a stored object is gone or replaced (repositories/bodies)
+    ├── SourceTooLarge(size)           a source object over the ingest's limit (repositories/sources)
+    ├── IndexUnavailable               no generation of a KB's index can be loaded (index/layout)
+    ├── TokenError → TokenInvalid, TokenExpired(expires_at)   (references/codec)
+    ├── JsonRejected                   JSON this API does not accept (strict_json)
+    └── ConfigurationError             deployed without the environment template.yaml declares
+
+The pipeline decides by type, never by message text. The protocol ladder, by what the caller can do:
 
     KnowledgeError
     ├── InvalidRequest                 fix the request
@@ -28,15 +41,14 @@ from __future__ import annotations
 from typing import Any, ClassVar
 
 
-class KnowledgeError(Exception):
-    """Base of every error the protocol reports to a caller.
+class AgentKnowledgeError(Exception):
+    """Root of everything the layer raises.
 
     A subclass names in `context_fields` the keyword arguments it carries (identifiers and times);
     each becomes an attribute and, when set, an entry of `context()`.
     """
 
-    code = "internal_error"
-    default_message = "internal error"
+    default_message = "agent knowledge error"
     context_fields: ClassVar[tuple[str, ...]] = ()
 
     def __init__(self, message: str | None = None, **context: Any) -> None:
@@ -49,9 +61,16 @@ class KnowledgeError(Exception):
         super().__init__(self.message)
 
     def context(self) -> dict[str, Any]:
-        """What the error knows beyond its code, for log lines (never secrets or bodies)."""
+        """What the error knows beyond its message, for log lines (never secrets or bodies)."""
         values = {name: getattr(self, name) for name in self.context_fields}
         return {name: value for name, value in values.items() if value is not None}
+
+
+class KnowledgeError(AgentKnowledgeError):
+    """Base of every error the protocol reports to a caller, with its protocol error `code`."""
+
+    code = "internal_error"
+    default_message = "internal error"
 
 
 class InvalidRequest(KnowledgeError):
@@ -165,3 +184,81 @@ class KnowledgeUnavailable(KnowledgeError):
     @classmethod
     def of(cls, store: str) -> KnowledgeUnavailable:
         return cls(f"{store} is temporarily unavailable", store=store)
+
+
+# -- outside the protocol: the pipeline, storage, tokens, configuration ------------------------
+
+
+class DocumentRejected(AgentKnowledgeError):
+    """A source cannot be ingested as given (unsupported, undecodable, empty, too large, ...): its
+    document becomes `failed` with this message as the reason; nothing stored was changed."""
+
+    default_message = "the document cannot be ingested"
+
+
+class KnowledgeBaseMissing(DocumentRejected):
+    """The knowledge base a source or an index change names does not exist (or was deleted)."""
+
+    context_fields = ("kb_id",)
+    kb_id: str | None
+
+
+class MalformedMessage(AgentKnowledgeError):
+    """A queue message no retry can apply (not an S3 notification, not an index change): it goes
+    to the dead-letter queue alone."""
+
+    default_message = "malformed queue message"
+
+
+class BodyMissing(AgentKnowledgeError):
+    """A stored object is gone."""
+
+    default_message = "the stored object is gone"
+
+
+class BodyReplaced(BodyMissing):
+    """The object under the key is no longer the one recorded (its ETag changed)."""
+
+    default_message = "the stored object was replaced"
+
+
+class SourceTooLarge(AgentKnowledgeError):
+    """A source object is larger than the ingest reads."""
+
+    context_fields = ("size",)
+    size: int
+
+    def __init__(self, size: int) -> None:
+        super().__init__(f"the object is {size} bytes", size=size)
+
+
+class IndexUnavailable(AgentKnowledgeError):
+    """No generation of the KB's index can be loaded."""
+
+    default_message = "the knowledge base index cannot be loaded"
+
+
+class TokenError(AgentKnowledgeError):
+    """A reference or cursor cannot be used."""
+
+    default_message = "token unusable"
+
+
+class TokenInvalid(TokenError):
+    """Undecodable, wrong version or purpose, bad MAC, malformed claims."""
+
+
+class TokenExpired(TokenError):
+    context_fields = ("expires_at",)
+    expires_at: int
+
+    def __init__(self, expires_at: int) -> None:
+        super().__init__("token expired", expires_at=expires_at)
+
+
+class JsonRejected(AgentKnowledgeError):
+    """The text is JSON that this API does not accept; the message is safe to return."""
+
+
+class ConfigurationError(AgentKnowledgeError):
+    """The function is deployed without the environment `template.yaml` declares."""

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 
 class Record(BaseModel):
@@ -99,10 +99,11 @@ class KnowledgeBaseRecord(Record):
 
 
 # `ready`: the body is stored and the record may be served (search and read check this, and the
-# revision). `pending`: a new document whose body is being stored. `error`: it could not be
-# ingested (`error_reason` says why). `deleted`: a tombstone left by a delete from the sources
-# bucket, so that a late, older event cannot resurrect the document; DynamoDB TTL removes it.
-DocumentStatus = Literal["pending", "ready", "error", "deleted"]
+# revision). `pending`: a new document whose body is being stored. `failed`: it could not be
+# ingested (`error_reason` says why); one vocabulary from records to the CLI. `deleted`: a
+# tombstone left by a delete from the sources bucket, so that a late, older event cannot
+# resurrect the document; DynamoDB TTL removes it.
+DocumentStatus = Literal["pending", "ready", "failed", "deleted"]
 
 
 class DocumentRecord(Record):
@@ -113,6 +114,13 @@ class DocumentRecord(Record):
     status: DocumentStatus
     error_reason: str | None = None
     revision: str
+
+    @field_validator("status", mode="before")
+    @classmethod
+    def _earlier_vocabulary(cls, value: object) -> object:
+        # Records written before the vocabulary was unified said `error` for `failed`.
+        return "failed" if value == "error" else value
+
     title_sha256: str
     body_sha256: str
     body_bytes: int
@@ -134,6 +142,8 @@ class DocumentRecord(Record):
     # The S3 event that last set this record (sources bucket): an older event never overwrites it.
     source_sequencer: str | None = None
     source_version_id: str | None = None
+    # That object's ETag (unquoted): the reconciler compares it with the bucket's listing.
+    source_etag: str | None = None
     # Epoch seconds after which DynamoDB may remove the item (tombstones only).
     ttl: int | None = None
 

@@ -11,6 +11,8 @@ import os
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from agent_knowledge.errors import ConfigurationError
+
 
 class Settings(BaseModel):
     model_config = ConfigDict(frozen=True)
@@ -48,10 +50,6 @@ ENVIRONMENT = {
     "sources_bucket": "SOURCES_BUCKET",
     "index_queue_url": "INDEX_QUEUE_URL",
 }
-
-
-class ConfigurationError(RuntimeError):
-    """The function is deployed without the environment `template.yaml` declares."""
 
 
 @functools.cache

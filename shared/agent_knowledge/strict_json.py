@@ -17,14 +17,11 @@ import json
 import math
 from typing import Any
 
+from agent_knowledge.errors import JsonRejected
 from agent_knowledge.limits import REQUEST_MAX_DEPTH
 
 # Deeper than any endpoint's own schema (the turns page_context has its own, smaller bound).
 MAX_DEPTH = REQUEST_MAX_DEPTH
-
-
-class JsonRejected(ValueError):
-    """The text is JSON that this API does not accept; the message is safe to return."""
 
 
 def _pairs_to_object(pairs: list[tuple[str, Any]]) -> dict[str, Any]:

@@ -224,6 +224,7 @@ def test_a_corrupt_newest_segment_falls_back_to_the_previous_generation(stack, i
     reset_local_state()
     result = search(stack, ["kb", "other"], "cats")
     assert result.failed_kb_ids == [] and [d.document.title for d in result.documents] == ["Cats"]
+    assert result.degraded_kb_ids == ["kb"]  # served from generation 1: search says partial
     # With no older generation left to fall back to, only this source fails.
     for key in kb_record(stack).index_manifests[1:]:
         stack.repositories.bodies.delete(key)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from agent_knowledge.ingest.content import IngestError
+from agent_knowledge.errors import DocumentRejected
 from agent_knowledge.ingest.ingestor import Ingestor
 from agent_knowledge.ingest.status import DocumentListing, document_listing, iso_utc, kb_status
 from agent_knowledge_dev.admin import create_knowledge_base
@@ -23,7 +23,7 @@ def kb(stack):
     documents.put(records["pending.md"].model_copy(update={"index_pending_since": now - 30.5}))
     documents.put(
         records["failed.md"].model_copy(
-            update={"status": "error", "error_reason": "content is not valid UTF-8", "revision": ""}
+            update={"status": "failed", "error_reason": "content is not valid UTF-8", "revision": ""}
         )
     )
     documents.put(records["deleted.md"].model_copy(update={"status": "deleted", "index_pending_since": now - 2}))
@@ -71,9 +71,9 @@ def test_an_up_to_date_kb_has_no_pending_age(stack):
 
 
 def test_unknown_kb_is_refused_by_name(stack):
-    with pytest.raises(IngestError, match="'nope' does not exist"):
+    with pytest.raises(DocumentRejected, match="'nope' does not exist"):
         kb_status(stack.repositories, "nope")
-    with pytest.raises(IngestError, match="'nope' does not exist"):
+    with pytest.raises(DocumentRejected, match="'nope' does not exist"):
         document_listing(stack.repositories, "nope")
 
 

@@ -164,6 +164,7 @@ def test_a_missing_manifest_falls_back_to_the_previous_generation(stack, ingesto
     index_cache.clear()
     result = search(stack, ["kb"], "cats")
     assert [hit.document.title for hit in result.documents] == ["Cats"] and result.failed_kb_ids == []
+    assert result.degraded_kb_ids == ["kb"]  # an older generation: search says partial
     stack.repositories.bodies.delete(previous)
     index_cache.clear()
     assert search(stack, ["kb"], "cats").failed_kb_ids == ["kb"]

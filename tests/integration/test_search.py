@@ -117,14 +117,14 @@ def _break_index_of(monkeypatch, kb_id: str) -> None:
     from agent_knowledge.errors import KnowledgeUnavailable
     from agent_knowledge.index.reader_cache import IndexCache
 
-    original = IndexCache.get
+    original = IndexCache.serve
 
     def failing(self, bodies, kb):
         if kb.kb_id == kb_id:
             raise KnowledgeUnavailable("index storage failed")
         return original(self, bodies, kb)
 
-    monkeypatch.setattr(IndexCache, "get", failing)
+    monkeypatch.setattr(IndexCache, "serve", failing)
 
 
 def test_one_failing_source_gives_partial_with_the_other_hits(call, library, monkeypatch):

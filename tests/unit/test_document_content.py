@@ -2,8 +2,8 @@ from __future__ import annotations
 
 import pytest
 
-from agent_knowledge.errors import InvalidRequest
-from agent_knowledge.ingest.content import MAX_BODY_BYTES, IngestError, prepare_document
+from agent_knowledge.errors import DocumentRejected, KnowledgeError
+from agent_knowledge.ingest.content import MAX_BODY_BYTES, prepare_document
 
 
 def test_revision_is_stable_for_identical_content() -> None:
@@ -53,9 +53,10 @@ def test_chunk_metadata_describes_the_body() -> None:
 def test_bad_input_is_refused_with_a_clear_message(
     title: str, content: str | bytes, media_type: str, message: str
 ) -> None:
-    with pytest.raises(IngestError, match=message) as raised:
+    with pytest.raises(DocumentRejected, match=message) as raised:
         prepare_document(title, content, media_type)
-    assert isinstance(raised.value, InvalidRequest)
+    # A rejected document is not an API error (it fails the document, not a request).
+    assert not isinstance(raised.value, KnowledgeError) and raised.value.message == str(raised.value)
 
 
 def test_title_of_exactly_255_characters_is_accepted() -> None:

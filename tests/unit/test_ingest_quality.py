@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import pytest
 
+from agent_knowledge.errors import DocumentRejected
 from agent_knowledge.ingest.chunking import chunk_text
-from agent_knowledge.ingest.content import IngestError, declared_charset, prepare_document
+from agent_knowledge.ingest.content import declared_charset, prepare_document
 from agent_knowledge.ingest.markdown import headings
 from agent_knowledge.ingest.source_files import media_type_of, title_of
 from agent_knowledge.ingest.titles import document_title, source_key_title
@@ -36,7 +37,7 @@ def test_iso_8859_1_means_windows_1252_as_in_browsers() -> None:
 
 def test_html_without_a_declaration_must_be_utf8() -> None:
     page = "<p>café</p>".encode("latin-1")
-    with pytest.raises(IngestError, match=r"not valid UTF-8 \(invalid byte at offset 6\) and declares no charset"):
+    with pytest.raises(DocumentRejected, match=r"not valid UTF-8 \(invalid byte at offset 6\) and declares no charset"):
         prepare_document("T", page, "text/html")
 
 
@@ -49,7 +50,7 @@ def test_html_without_a_declaration_must_be_utf8() -> None:
     ],
 )
 def test_a_wrong_or_unknown_declared_charset_is_a_clear_error(page: bytes, message: str) -> None:
-    with pytest.raises(IngestError, match=message):
+    with pytest.raises(DocumentRejected, match=message):
         prepare_document("T", page, "text/html")
 
 
@@ -59,7 +60,7 @@ def test_declared_charset_is_only_looked_for_near_the_start() -> None:
 
 
 def test_a_charset_in_markdown_text_is_not_a_declaration() -> None:
-    with pytest.raises(IngestError, match="not valid UTF-8"):
+    with pytest.raises(DocumentRejected, match="not valid UTF-8"):
         prepare_document("T", '<meta charset="latin1">\n\ncaf\xe9'.encode("latin-1"), "text/markdown")
 
 

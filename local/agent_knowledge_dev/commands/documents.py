@@ -137,7 +137,7 @@ def _prepare(content: bytes, media_type: str, source_key: str, title: str | None
 
 
 def _put_file(arguments: argparse.Namespace) -> int:
-    from agent_knowledge.errors import KnowledgeError
+    from agent_knowledge.errors import AgentKnowledgeError
     from agent_knowledge.ingest.source_files import media_type_of
     from agent_knowledge_dev.bulk import UnreadableSource, read_source
     from agent_knowledge_dev.sources import content_etag
@@ -155,7 +155,7 @@ def _put_file(arguments: argparse.Namespace) -> int:
         prepared = _prepare(content, media_type, source_key, arguments.title)
     except UnreadableSource as exc:
         raise CliError(f"{path}: {exc}") from None
-    except KnowledgeError as exc:
+    except AgentKnowledgeError as exc:
         raise CliError(f"{path} cannot be ingested (nothing was uploaded): {exc.message}") from None
 
     session = _open(arguments, writing=True)

@@ -25,6 +25,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, ValidationError
 
+from agent_knowledge.errors import IndexUnavailable
 from agent_knowledge.index.schema import SCHEMA_VERSION
 
 # Version of this manifest format (the keys below), independent of tantivy's and the schema's.
@@ -39,10 +40,6 @@ FILE_CONTENT_TYPE = "application/octet-stream"
 # Anything else (a path, "..", a lock file) is refused: names become local file names.
 _FILE_NAME = r"^[0-9a-f]{32}(\.[0-9]{1,20})?\.[a-z]{1,16}$"
 FileName = Annotated[str, StringConstraints(pattern=_FILE_NAME)]
-
-
-class IndexUnavailable(Exception):
-    """No generation of the KB's index can be loaded."""
 
 
 class IndexCorrupt(IndexUnavailable):

@@ -8,12 +8,20 @@ the generation it serves per KB, a writer the generation it last published); obj
 are deleted. A download streams the object to a temporary file while hashing it and becomes an
 object only if its size and SHA-256 are the manifest's.
 
+/tmp is the container's ephemeral storage, and an index may not fit in it. `ensure_room` refuses a
+generation whose missing files exceed the free space (less a margin) before anything is
+downloaded; a download that fails anyway (ENOSPC or any other OS error while writing) removes its
+partial file and the files it pinned for the failed generation, and the index cache reports it as
+`LocalStorageFailed` (a load failure of that source, with a fixed message; the OS error's own
+text goes to the logs only).
+
 The root is per process (Lambda runs one per container; locally several processes share /tmp),
 and directories of processes that are gone are removed when a store is created.
 """
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import json
 import os
@@ -24,10 +32,37 @@ import uuid
 from collections.abc import Iterable
 from typing import BinaryIO, Protocol
 
-from agent_knowledge.index.layout import IndexCorrupt, IndexManifest
+from agent_knowledge.index.layout import IndexCorrupt, IndexManifest, IndexUnavailable
 from agent_knowledge.repositories.bodies import BodyMissing, Sink
 
 ROOT = os.path.join(tempfile.gettempdir(), "agent-knowledge-indexes")
+# Free space left beyond a generation's own files before it is downloaded (its meta.json,
+# tantivy's lock files, other KBs' updates, anything else the function writes to /tmp).
+ROOM_MARGIN_BYTES = 16 * 1024 * 1024
+DOES_NOT_FIT = "the knowledge base index does not fit this container's ephemeral storage"
+_NO_ROOM = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EFBIG})
+
+
+class LocalStorageFailed(IndexUnavailable):
+    """The generation could not be written to this container's local storage (/tmp). The message
+    is fixed; the OS error is named in `error_code` (for log lines)."""
+
+    default_message = "the knowledge base index could not be written to this container's local storage"
+    context_fields = ("error_code", "needed_bytes", "free_bytes")
+
+
+class IndexDoesNotFit(LocalStorageFailed):
+    """The generation is larger than the free space of this container's ephemeral storage."""
+
+    default_message = DOES_NOT_FIT
+
+
+def storage_failure(exc: OSError) -> LocalStorageFailed:
+    """The load failure an OS error while writing index files amounts to."""
+    code = errno.errorcode.get(exc.errno) if exc.errno is not None else None
+    if exc.errno in _NO_ROOM:
+        return IndexDoesNotFit(error_code=code)
+    return LocalStorageFailed(error_code=code or type(exc).__name__)
 
 
 class Downloads(Protocol):
@@ -83,14 +118,39 @@ class LocalFiles:
     def missing_bytes(self, manifest: IndexManifest) -> int:
         return sum(entry.size for entry in manifest.files.values() if not os.path.exists(self._object(entry.sha256)))
 
+    def free_bytes(self) -> int:
+        """Free space of the file system this store writes to."""
+        os.makedirs(self._objects, exist_ok=True)
+        return shutil.disk_usage(self._objects).free
+
+    def ensure_room(self, manifest: IndexManifest, replacing: IndexManifest | None = None) -> None:
+        """Raise IndexDoesNotFit, before anything is downloaded, if the files of `manifest` this
+        store lacks do not fit in the free space less ROOM_MARGIN_BYTES. `replacing`: a generation
+        let go of before the download (its own files free their space). OSError if the store's
+        directory cannot even be created."""
+        needed = self.missing_bytes(manifest)
+        if needed == 0:
+            return
+        freed = 0
+        if replacing is not None:
+            kept = {entry.sha256 for entry in manifest.files.values()}
+            own = {e.sha256: e.size for e in replacing.files.values() if e.sha256 not in kept}
+            freed = sum(size for sha256, size in own.items() if os.path.exists(self._object(sha256)))
+        free = self.free_bytes()
+        if needed > free + freed - ROOM_MARGIN_BYTES:
+            raise IndexDoesNotFit(needed_bytes=needed, free_bytes=free)
+
     def materialize(self, bodies: Downloads, manifest: IndexManifest, owner: str) -> tuple[str, int]:
         """A new directory holding `manifest`'s generation, and the bytes downloaded for it. Its
         files are pinned for `owner` (in addition to what it pinned before) until `hold` or
-        `release`. Raises IndexCorrupt if a file is missing or not what the manifest says."""
+        `release`. Raises IndexCorrupt if a file is missing or not what the manifest says, OSError
+        if the local files cannot be written; on any failure nothing of it stays pinned (files
+        downloaded for it are deleted unless another generation uses them)."""
         wanted = frozenset(entry.sha256 for entry in manifest.files.values())
         directory = self.new_directory(f"{manifest.kb_id}.{manifest.generation}")
         with self._lock:
-            self._pins[owner] = self._pins.get(owner, frozenset()) | wanted
+            before = self._pins.get(owner, frozenset())
+            self._pins[owner] = before | wanted
             # The directory's own lease: no prune (another thread finishing its work) deletes these
             # objects between their download and their link, whatever `owner` pins meanwhile.
             self._pins[directory] = wanted
@@ -105,7 +165,10 @@ class LocalFiles:
             with open(os.path.join(directory, "meta.json"), "w", encoding="utf-8") as meta:
                 json.dump(manifest.meta, meta)
         except BaseException:
-            self.discard(directory)
+            with self._lock:
+                if self._pins.get(owner) == before | wanted:  # nobody changed them meanwhile
+                    self._pins[owner] = before
+            self.discard(directory)  # and prunes what the failed generation alone pinned
             raise
         return directory, downloaded
 

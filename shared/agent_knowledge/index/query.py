@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Protocol
 
 from agent_knowledge.errors import KnowledgeError
@@ -38,6 +38,9 @@ class RetrievalResult:
     answered_kb_ids: list[str]  # sources that answered (possibly with zero hits)
     failed_kb_ids: list[str]  # sources whose index or storage failed
     stale_hits_dropped: int
+    # Sources that answered from an older index generation because their newest failed to load:
+    # documents published since are missing (search status `partial`, docs/DESIGN.md §8).
+    degraded_kb_ids: list[str] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -84,29 +87,33 @@ def retrieve(
     kb_ids = scope.enabled_kb_ids()
     answered: list[str] = []
     failed: list[str] = []
+    degraded: list[str] = []
     candidates: list[_Candidate] = []
     for kb_id in kb_ids:
         top_k, min_score = _source_limits(config, kb_id)
         try:
-            index = cache.get(bodies, scope.knowledge_bases[kb_id])
-            hits = index.best_per_document(analyzed, top_k) if index is not None else []
+            served = cache.serve(bodies, scope.knowledge_bases[kb_id])
+            hits = served.index.best_per_document(analyzed, top_k) if served is not None else []
         except (KnowledgeError, IndexUnavailable, BodyMissing, OSError, ValueError) as exc:
             logger.warning("knowledge source failed", extra={"kb_id": kb_id, "error": type(exc).__name__})
             failed.append(kb_id)
             continue
         answered.append(kb_id)
+        if served is not None and served.stale:
+            degraded.append(kb_id)
         candidates.extend(_Candidate(kb_id, hit) for hit in hits if hit.score >= min_score)
     candidates.sort(key=lambda candidate: candidate.hit.score, reverse=True)
     candidates = candidates[: config.top_k]
     if not candidates:
-        return RetrievalResult([], answered, failed, 0)
+        return RetrievalResult([], answered, failed, 0, degraded)
 
     try:
         records = documents.get_many([(c.kb_id, c.hit.doc_id) for c in candidates])
     except KnowledgeError:
         # Without current records no hit can be validated: every source that had hits failed.
         lost = list(dict.fromkeys(c.kb_id for c in candidates))
-        return RetrievalResult([], [k for k in answered if k not in lost], failed + lost, 0)
+        kept = [k for k in answered if k not in lost]
+        return RetrievalResult([], kept, failed + lost, 0, [k for k in degraded if k in kept])
 
     scope_kb_ids = set(kb_ids)
     found: list[RetrievedDocument] = []
@@ -127,4 +134,4 @@ def retrieve(
         found.append(
             RetrievedDocument(candidate.kb_id, record, hit.score, hit.chunk_index, text, analyzed.matched_terms(text))
         )
-    return RetrievalResult(found, answered, failed, stale)
+    return RetrievalResult(found, answered, failed, stale, degraded)

@@ -5,11 +5,14 @@ generations, newest first). While the cache serves that newest manifest, nothing
 When a newer one appears, the cache reads its manifest, downloads only the files this container
 does not hold (`agent_knowledge.index.local_files`), opens the new generation, swaps it in and
 lets go of the files only the old one used. If the newer generation cannot be loaded (manifest or
-file missing, corrupt, written by another schema or tantivy version), the cache falls back to the
-previous kept generations, or keeps what it serves, and tries again after RETRY_SECONDS; hits from
-an older generation are validated against the current records like any others. Only when no
-generation loads does the source fail (`IndexUnavailable`: search status `partial` or
-`unavailable`). The next published generation repairs it (docs/DESIGN.md §10).
+file missing, corrupt, written by another schema or tantivy version; larger than the container's
+ephemeral storage, or any OS error while writing its files), the cache falls back to the previous
+kept generations, or keeps what it serves, and tries again after RETRY_SECONDS — also when nothing
+loaded, so a failing KB is not downloaded again by every search. Hits from an older generation are
+validated against the current records like any others, but the source is served `stale`: the
+documents published since are missing, and search says `partial`. Only when no generation loads
+does the source fail (`IndexUnavailable`: search status `partial` or `unavailable`). The next
+published generation repairs it (docs/DESIGN.md §10).
 """
 
 from __future__ import annotations
@@ -27,7 +30,7 @@ from agent_knowledge.index.layout import (
     IndexUnavailable,
     parse_manifest,
 )
-from agent_knowledge.index.local_files import LocalFiles, local_files
+from agent_knowledge.index.local_files import LocalFiles, LocalStorageFailed, local_files, storage_failure
 from agent_knowledge.records import KnowledgeBaseRecord
 from agent_knowledge.repositories.bodies import BodyMissing, Sink
 from agent_knowledge.runtime.observability import logger
@@ -76,6 +79,15 @@ class _Entry:
 
 
 @dataclass(frozen=True)
+class ServedIndex:
+    """The generation a search uses. `stale`: older than the KB's newest, which failed to load —
+    the documents published since are missing from it (search status `partial`)."""
+
+    index: KbIndex
+    stale: bool
+
+
+@dataclass(frozen=True)
 class SyncReport:
     """What the last sync of a KB did (benchmarks and tests read it)."""
 
@@ -100,6 +112,13 @@ class IndexCache:
 
     def get(self, bodies: IndexObjects, kb: KnowledgeBaseRecord) -> KbIndex | None:
         """The KB's index (its newest loadable generation), or None if it has never been built."""
+        served = self.serve(bodies, kb)
+        return served.index if served is not None else None
+
+    def serve(self, bodies: IndexObjects, kb: KnowledgeBaseRecord) -> ServedIndex | None:
+        """The KB's newest loadable generation and whether it is older than the newest one, or None
+        if the KB has never been built. Raises IndexUnavailable if no generation loads (also,
+        without trying again, for RETRY_SECONDS after that)."""
         if kb.generation <= 0:
             return None
         if not kb.index_manifests:
@@ -108,53 +127,61 @@ class IndexCache:
         newest = kb.index_manifests[0]
         entry = self._entries.get(kb.kb_id)
         if entry is not None and entry.manifest_key == newest:
-            return entry.index
+            return ServedIndex(entry.index, stale=False)
         with self._kb_lock(kb.kb_id):
             entry = self._entries.get(kb.kb_id)
             if entry is not None and entry.manifest_key == newest:
-                return entry.index
+                return ServedIndex(entry.index, stale=False)
             failed = self._failed.get(kb.kb_id)
             recently_failed = (
                 failed is not None and failed[0] == newest and time.monotonic() - failed[1] < RETRY_SECONDS
             )
-            if entry is not None and recently_failed:
-                return entry.index
-            return self._sync(bodies, kb, entry)
+            if recently_failed:
+                if entry is None:
+                    raise IndexUnavailable("the knowledge base's index cannot be loaded; retrying shortly")
+                return ServedIndex(entry.index, stale=True)
+            served = self._sync(bodies, kb, entry)
+            return ServedIndex(served.index, stale=served.manifest_key != newest)
 
-    def _sync(self, bodies: IndexObjects, kb: KnowledgeBaseRecord, entry: _Entry | None) -> KbIndex:
+    def _sync(self, bodies: IndexObjects, kb: KnowledgeBaseRecord, entry: _Entry | None) -> _Entry:
+        newest = kb.index_manifests[0]
         for key in kb.index_manifests:
             if entry is not None and key == entry.manifest_key:
-                return entry.index  # the newest generation that loads is the one we serve
+                return entry  # the newest generation that loads is the one we serve
             try:
                 loaded = self._load(bodies, kb.kb_id, key, entry)
             except IndexUnavailable as exc:
-                logger.warning(
-                    "index generation not loaded",
-                    extra={"kb_id": kb.kb_id, "manifest": key, "error": str(exc)},
-                )
-                if key == kb.index_manifests[0]:
+                _log_failure(kb.kb_id, key, exc)
+                if key == newest:
                     self._failed[kb.kb_id] = (key, time.monotonic())
                 entry = self._entries.get(kb.kb_id)  # _load may have let go of it
                 continue
-            self._failed.pop(kb.kb_id, None)
-            return loaded.index
+            if key == newest:
+                self._failed.pop(kb.kb_id, None)
+            return loaded
         if entry is not None:
             logger.warning("serving an index older than every kept generation", extra={"kb_id": kb.kb_id})
-            return entry.index
+            return entry
         raise IndexUnavailable(f"no generation of the index of {kb.kb_id!r} can be loaded")
 
     def _load(self, bodies: IndexObjects, kb_id: str, key: str, entry: _Entry | None) -> _Entry:
         manifest = read_manifest(bodies, kb_id, key)
         owner = f"index-cache:{kb_id}"
-        if entry is not None and 2 * self.files.missing_bytes(manifest) > manifest.total_bytes:
-            # Mostly new files (a full rebuild): let go of the old generation first, so /tmp never
-            # holds two whole copies of the index.
-            self._drop(kb_id, entry)
+        # Mostly new files (a full rebuild): let go of the old generation first, so /tmp never
+        # holds two whole copies of the index.
+        replace = entry is not None and 2 * self.files.missing_bytes(manifest) > manifest.total_bytes
         try:
-            index, directory, downloaded = open_generation(self.files, bodies, manifest, owner)
+            try:
+                # Refused before anything is downloaded (or let go of) if it cannot fit.
+                self.files.ensure_room(manifest, replacing=entry.manifest if entry is not None and replace else None)
+                if entry is not None and replace:
+                    self._drop(kb_id, entry)
+                index, directory, downloaded = open_generation(self.files, bodies, manifest, owner)
+            except OSError as exc:  # ENOSPC or any other failure to write /tmp: a load failure
+                raise storage_failure(exc) from exc
         except (IndexUnavailable, KnowledgeUnavailable):
             current = self._entries.get(kb_id)
-            self.files.hold(owner, [current.manifest] if current else [])
+            self.files.hold(owner, [current.manifest] if current else [])  # frees the partial files
             raise
         loaded = _Entry(manifest=manifest, manifest_key=key, index=index, directory=directory)
         self._entries[kb_id] = loaded
@@ -182,6 +209,14 @@ class IndexCache:
             self._entries.clear()
             self._failed.clear()
             self.last_sync.clear()
+
+
+def _log_failure(kb_id: str, key: str, exc: IndexUnavailable) -> None:
+    """Log lines only: what failed may name the OS error, never reach a response."""
+    if isinstance(exc, LocalStorageFailed):
+        logger.error(str(exc), extra={"kb_id": kb_id, "manifest": key, **exc.context()})
+    else:
+        logger.warning("index generation not loaded", extra={"kb_id": kb_id, "manifest": key, "error": str(exc)})
 
 
 # The container's cache: Lambda keeps module state between invocations of a warm container.

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from agent_knowledge.errors import KnowledgeUnavailable
+from agent_knowledge.errors import KnowledgeBaseMissing, KnowledgeUnavailable
 from agent_knowledge.index import writer as index_writer
 from agent_knowledge.index.builder import IndexedChunk, write_index
 from agent_knowledge.index.chunk_loader import (
@@ -28,7 +28,6 @@ from agent_knowledge.index.kb_index import KbIndex
 from agent_knowledge.index.layout import IndexUnavailable
 from agent_knowledge.index.local_files import LocalFiles, local_files
 from agent_knowledge.index.reader_cache import open_generation
-from agent_knowledge.ingest.content import IngestError
 from agent_knowledge.records import DocumentRecord, KnowledgeBaseRecord
 from agent_knowledge.repositories.bundle import Repositories
 from agent_knowledge.runtime.observability import logger
@@ -58,7 +57,7 @@ def rebuild_kb_index(
     """Build from the documents ready now, upload, publish; returns the published generation."""
     kb = repositories.knowledge_bases.get(kb_id)
     if kb is None:
-        raise IngestError(f"knowledge base {kb_id!r} does not exist")
+        raise KnowledgeBaseMissing(f"knowledge base {kb_id!r} does not exist", kb_id=kb_id)
     previous = _previous(repositories, kb, files)
     directory = files.new_directory(f"{kb_id}.rebuild")
     try:
@@ -86,7 +85,7 @@ def rebuild_kb_index(
             # Another writer published meanwhile: catch up with the records as they are now.
             current = repositories.knowledge_bases.get(kb_id)
             if current is None:
-                raise IngestError(f"knowledge base {kb_id!r} does not exist")
+                raise KnowledgeBaseMissing(f"knowledge base {kb_id!r} does not exist", kb_id=kb_id)
             kb = current
             records = _ready_records(repositories, kb_id)
             changed = sorted(

@@ -16,14 +16,13 @@ from __future__ import annotations
 
 from collections.abc import Collection
 
-from agent_knowledge.errors import KnowledgeUnavailable
+from agent_knowledge.errors import KnowledgeBaseMissing, KnowledgeUnavailable
 from agent_knowledge.index import writer as index_writer
 from agent_knowledge.index.chunk_loader import RecentChunks, chunk_loader, verified
 from agent_knowledge.index.kb_index import KbIndex
 from agent_knowledge.index.layout import IndexManifest, IndexUnavailable
 from agent_knowledge.index.local_files import LocalFiles, local_files
 from agent_knowledge.index.rebuild import rebuild_kb_index
-from agent_knowledge.ingest.content import IngestError
 from agent_knowledge.records import DocumentRecord, KnowledgeBaseRecord
 from agent_knowledge.repositories.bundle import Repositories
 from agent_knowledge.runtime.observability import logger
@@ -45,7 +44,7 @@ def update_kb_index(
     for _ in range(index_writer.MAX_PUBLISH_ATTEMPTS):
         kb = repositories.knowledge_bases.get(kb_id)
         if kb is None:
-            raise IngestError(f"knowledge base {kb_id!r} does not exist")
+            raise KnowledgeBaseMissing(f"knowledge base {kb_id!r} does not exist", kb_id=kb_id)
         if not wanted:
             return kb.generation
         base = _base(repositories, kb)

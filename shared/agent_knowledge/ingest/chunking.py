@@ -10,8 +10,8 @@ single sentence longer than `MAX_SENTENCE_CHARS` is cut hard, preferably at a sp
 Every non-whitespace character of the body lies in exactly one chunk; whitespace between
 chunks belongs to none. Offsets are character offsets into the body (`str` indices).
 
-Linear in the body whatever it holds: lines are scanned with string methods, and the one
-regular expression matches only at the start of a run of terminators, never rescanning it.
+Linear in the body whatever it holds: no pattern here can backtrack (blank lines are skipped
+possessively; a sentence end matches only at the start of a run of terminators).
 """
 
 from __future__ import annotations

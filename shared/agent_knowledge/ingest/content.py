@@ -18,7 +18,7 @@ import re
 import time
 from dataclasses import dataclass
 
-from agent_knowledge.errors import InvalidRequest
+from agent_knowledge.errors import DocumentRejected
 from agent_knowledge.ingest.chunking import Chunk, byte_offsets, chunk_text
 from agent_knowledge.ingest.html_text import html_to_text
 from agent_knowledge.ingest.titles import document_title
@@ -33,10 +33,6 @@ MAX_CHUNK_METADATA_BYTES = 300_000
 # the largest document takes far less; the budget bounds whatever input is still slow, so that one
 # document fails with its reason instead of its batch running out of time.
 MAX_PREPARE_CPU_SECONDS = 10.0
-
-
-class IngestError(InvalidRequest):
-    """The document cannot be ingested as given; nothing stored was changed."""
 
 
 def sha256_hex(data: bytes) -> str:
@@ -139,7 +135,7 @@ def _text_only(text: str) -> str:
     """The text, unless it is binary: a NUL character is never in a text document (and UTF-16
     without a byte order mark, read as UTF-8, is one in every other character)."""
     if "\x00" in text:
-        raise IngestError(BINARY_CONTENT)
+        raise DocumentRejected(BINARY_CONTENT)
     return text
 
 
@@ -148,12 +144,12 @@ def _decode_as(content: bytes, encoding: str, what: str) -> str:
         text = content.decode(encoding)
     except ValueError as exc:  # UnicodeDecodeError, or whatever else a codec raises
         where = f" (invalid byte at offset {exc.start})" if isinstance(exc, UnicodeDecodeError) else ""
-        raise IngestError(f"content is not valid {what}{where}") from exc
+        raise DocumentRejected(f"content is not valid {what}{where}") from exc
     return _text_only(text)
 
 
 def decode_text(content: bytes, media_type: str) -> str:
-    """The document's text (see the module doc); IngestError says why bytes cannot be decoded."""
+    """The document's text (see the module doc); DocumentRejected says why bytes cannot be decoded."""
     for bom, encoding in _BOMS:
         if content.startswith(bom):
             return _decode_as(
@@ -165,14 +161,16 @@ def decode_text(content: bytes, media_type: str) -> str:
         try:
             text = content.decode("utf-8")
         except UnicodeDecodeError as exc:
-            raise IngestError(f"content is not valid UTF-8 (invalid byte at offset {exc.start}){declared}") from exc
+            raise DocumentRejected(
+                f"content is not valid UTF-8 (invalid byte at offset {exc.start}){declared}"
+            ) from exc
         return _text_only(text)
-    encoding = _HTML_LABELS.get(charset) or text_codec(charset)
-    if encoding is None:
-        raise IngestError(f"the HTML declares an unsupported charset {charset!r}; {USE_TEXT_ENCODING}")
-    if encoding.startswith("utf-16"):  # found by an ASCII prescan, so not true: the bytes are ASCII-compatible
-        encoding = "utf-8"
-    return _decode_as(content, encoding, f"{charset} as the HTML declares")
+    codec = _HTML_LABELS.get(charset) or text_codec(charset)
+    if codec is None:
+        raise DocumentRejected(f"the HTML declares an unsupported charset {charset!r}; {USE_TEXT_ENCODING}")
+    if codec.startswith("utf-16"):  # found by an ASCII prescan, so not true: the bytes are ASCII-compatible
+        codec = "utf-8"
+    return _decode_as(content, codec, f"{charset} as the HTML declares")
 
 
 def _decode(content: bytes | str, media_type: str) -> str:
@@ -180,10 +178,10 @@ def _decode(content: bytes | str, media_type: str) -> str:
         try:
             content.encode("utf-8")
         except UnicodeEncodeError as exc:
-            raise IngestError("content is not valid Unicode text (lone surrogate characters)") from exc
+            raise DocumentRejected("content is not valid Unicode text (lone surrogate characters)") from exc
         return _text_only(content.removeprefix("\ufeff"))
     if len(content) > MAX_BODY_BYTES * 4:  # refuse absurd inputs before decoding them
-        raise IngestError(f"content is larger than {MAX_BODY_BYTES} bytes")
+        raise DocumentRejected(f"content is larger than {MAX_BODY_BYTES} bytes")
     return decode_text(content, media_type)
 
 
@@ -196,7 +194,7 @@ class _CpuBudget:
 
     def check(self) -> None:
         if time.thread_time() > self._limit:
-            raise IngestError(
+            raise DocumentRejected(
                 f"the document took more than {MAX_PREPARE_CPU_SECONDS:g} s of CPU to prepare; "
                 "split it into smaller documents"
             )
@@ -204,13 +202,13 @@ class _CpuBudget:
 
 def _check_title(title: str) -> str:
     if not isinstance(title, str) or not title.strip():
-        raise IngestError("title must not be empty")
+        raise DocumentRejected("title must not be empty")
     if len(title) > MAX_TITLE_CHARS:
-        raise IngestError(f"title is longer than {MAX_TITLE_CHARS} characters ({len(title)})")
+        raise DocumentRejected(f"title is longer than {MAX_TITLE_CHARS} characters ({len(title)})")
     try:
         title.encode("utf-8")
     except UnicodeEncodeError as exc:
-        raise IngestError("title is not valid Unicode text") from exc
+        raise DocumentRejected("title is not valid Unicode text") from exc
     return title
 
 
@@ -221,7 +219,7 @@ def prepare_document(
     if title is not None:
         title = _check_title(title)
     if media_type not in MEDIA_TYPES:
-        raise IngestError(f"unsupported media type {media_type!r}; expected one of {', '.join(MEDIA_TYPES)}")
+        raise DocumentRejected(f"unsupported media type {media_type!r}; expected one of {', '.join(MEDIA_TYPES)}")
     budget = _CpuBudget()  # checked between the phases and while chunking
     text = _decode(content, media_type)
     budget.check()
@@ -232,14 +230,16 @@ def prepare_document(
     budget.check()
     body_bytes = body.encode("utf-8")
     if len(body_bytes) > MAX_BODY_BYTES:
-        raise IngestError(f"body is larger than {MAX_BODY_BYTES} bytes ({len(body_bytes)} bytes of UTF-8)")
+        raise DocumentRejected(f"body is larger than {MAX_BODY_BYTES} bytes ({len(body_bytes)} bytes of UTF-8)")
     if not body.strip():
-        raise IngestError("body is empty" + (" after converting HTML to text" if media_type == "text/html" else ""))
+        raise DocumentRejected(
+            "body is empty" + (" after converting HTML to text" if media_type == "text/html" else "")
+        )
     chunks = chunk_text(body, budget.check)
     digests = [chunk_digest(chunk.text) for chunk in chunks]
     offsets = byte_offsets(body, chunks)
     if len(json.dumps([digests, offsets])) > MAX_CHUNK_METADATA_BYTES:
-        raise IngestError(f"document splits into too many chunks to record ({len(chunks)}); split it into parts")
+        raise DocumentRejected(f"document splits into too many chunks to record ({len(chunks)}); split it into parts")
     title_sha, body_sha = sha256_hex(title.encode("utf-8")), sha256_hex(body_bytes)
     return PreparedDocument(
         title=title,

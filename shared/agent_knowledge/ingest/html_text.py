@@ -83,7 +83,7 @@ def unescape(text: str, checkpoint: Callable[[], None] | None = None) -> str:
 
 def html_tokens(text: str) -> Iterator[tuple[Kind, str, bool, int]]:
     """(kind, tag name or text, self-closing, end offset) of each token, in order. Text is as
-    written (`html.unescape` it where it is used: decoding is the costly part).
+    written (`unescape` it where it is used: decoding is the costly part).
 
     Comments, declarations and processing instructions yield nothing. Input that ends inside a
     construct ends the tokens."""
@@ -100,7 +100,7 @@ def html_tokens(text: str) -> Iterator[tuple[Kind, str, bool, int]]:
             end = tag.end()
             if end >= n:
                 return  # a tag left open: the rest of the document is inside it
-            closed = tag.group("sep") is not None and tag.end("sep") == end and text[end - 1] == "/"
+            closed = text[end - 1] == "/" and tag.group("sep") is not None and tag.end("sep") == end
             name, i = tag.group(1).lower(), end + 1
             if text[j + 1] == "/":
                 yield "end", name, False, i

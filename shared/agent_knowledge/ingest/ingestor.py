@@ -21,13 +21,12 @@ import uuid
 from dataclasses import dataclass
 from typing import Literal
 
-from agent_knowledge.errors import KnowledgeError, KnowledgeUnavailable
+from agent_knowledge.errors import DocumentRejected, KnowledgeBaseMissing, KnowledgeError, KnowledgeUnavailable
 from agent_knowledge.index.publish import clear_marks, marked_records, publish_pending
 from agent_knowledge.index.recent_chunks import RecentChunks
 from agent_knowledge.ingest.content import (
     MAX_BODY_BYTES,
     MEDIA_TYPES,
-    IngestError,
     PreparedDocument,
     prepare_document,
 )
@@ -41,7 +40,6 @@ from agent_knowledge.runtime.observability import logger
 __all__ = [
     "MAX_BODY_BYTES",
     "MEDIA_TYPES",
-    "IngestError",
     "IngestOutcome",
     "IngestResult",
     "Ingestor",
@@ -61,14 +59,28 @@ class SourceVersion:
 
     sequencer: str
     version_id: str | None = None
+    etag: str | None = None  # the object's ETag, once known (the notification's, or the GET's)
 
-    def is_newer_than(self, record: DocumentRecord) -> bool:
+    def applied_to(self, record: DocumentRecord) -> bool:
+        """Whether this event is the one that last set the record."""
+        return (
+            record.source_sequencer == self.sequencer
+            and record.source_version_id == self.version_id
+            and (self.etag is None or record.source_etag == self.etag)
+        )
+
+    def is_older_than(self, record: DocumentRecord) -> bool:
         """S3 orders the events of one key by `sequencer`: hex strings compared after padding the
-        shorter with leading zeros. A record no event has set yet is older than any event."""
+        shorter with leading zeros. A record no event has set yet is older than any event.
+
+        Only a strictly older event is stale. The same event again (SQS redelivers a message whose
+        processing failed or whose answer was lost) is applied again: every step is idempotent, so
+        a retry repairs whatever the earlier attempt left half done (a body upload that failed, a
+        crash after the first record write) instead of being refused (docs/DESIGN.md §10)."""
         if not record.source_sequencer:
-            return True
+            return False
         width = max(len(self.sequencer), len(record.source_sequencer))
-        return self.sequencer.upper().zfill(width) > record.source_sequencer.upper().zfill(width)
+        return self.sequencer.upper().zfill(width) < record.source_sequencer.upper().zfill(width)
 
 
 @dataclass(frozen=True)
@@ -85,10 +97,18 @@ def _source_fields(source: SourceVersion | None, existing: DocumentRecord | None
     """The event that set the record; a direct (API/CLI) write keeps the last event's, so a late
     older event is still recognised as older."""
     if source is not None:
-        return {"source_sequencer": source.sequencer, "source_version_id": source.version_id}
+        return {
+            "source_sequencer": source.sequencer,
+            "source_version_id": source.version_id,
+            "source_etag": source.etag,
+        }
     if existing is not None:
-        return {"source_sequencer": existing.source_sequencer, "source_version_id": existing.source_version_id}
-    return {"source_sequencer": None, "source_version_id": None}
+        return {
+            "source_sequencer": existing.source_sequencer,
+            "source_version_id": existing.source_version_id,
+            "source_etag": existing.source_etag,
+        }
+    return {"source_sequencer": None, "source_version_id": None, "source_etag": None}
 
 
 def _was_indexable(record: DocumentRecord) -> bool:
@@ -130,7 +150,7 @@ def _bodiless(kb_id: str, source_key: str, existing: DocumentRecord | None, now:
         doc_id=document_id(source_key),
         source_key=source_key,
         title=source_key,
-        status="error",
+        status="failed",
         revision="",
         title_sha256="",
         body_sha256="",
@@ -158,7 +178,7 @@ class Ingestor:
             return known
         kb = self._repositories.knowledge_bases.get(kb_id) if kb_id else None
         if kb is None:
-            raise IngestError(f"knowledge base {kb_id!r} does not exist")
+            raise KnowledgeBaseMissing(f"knowledge base {kb_id!r} does not exist", kb_id=kb_id)
         self._known_kbs[kb_id] = kb
         return kb
 
@@ -175,7 +195,7 @@ class Ingestor:
     ) -> IngestResult:
         """Store the document; with `rebuild_index`, publish its change to the index before returning."""
         if not source_key:
-            raise IngestError("source key must not be empty")
+            raise DocumentRejected("source key must not be empty")
         # title=None: found in the document, else derived from the source key (ingest/titles.py).
         prepared = prepare_document(title, content, media_type, source_key)
         self.knowledge_base(kb_id)
@@ -220,7 +240,7 @@ class Ingestor:
                 existing = documents.get(kb_id, record.doc_id)
                 if existing is None:
                     continue  # deleted meanwhile: start over
-                if source is not None and not source.is_newer_than(existing):
+                if source is not None and source.is_older_than(existing):
                     return IngestResult("stale", existing)
                 if existing.status == "ready" and existing.revision == prepared.revision:
                     kept = self._keep(existing, prepared, source)
@@ -230,16 +250,15 @@ class Ingestor:
                 if existing.status != "deleted":
                     record = record.model_copy(update={"created_at": existing.created_at})
             record = record.model_copy(update=_source_fields(source, existing))
-            try:
-                stored = bodies.put(record.body_key, prepared.body_bytes, prepared.body_sha256)
-            except KnowledgeError:
-                if existing is None:
-                    failed = placeholder.model_copy(update={"status": "error", "error_reason": "body storage failed"})
-                    documents.replace(failed, expected=placeholder)
-                raise
+            # A transient failure here raises: the placeholder of a new document stays `pending` and
+            # the queue's redelivery of the same event (not stale, see `SourceVersion`) stores it.
+            # No `failed` record: a failure that a retry can repair is not the document's fault.
+            stored = bodies.put(record.body_key, prepared.body_bytes, prepared.body_sha256)
             ready = record.model_copy(update={"status": "ready", "body_etag": stored.etag})
             if not documents.replace(ready, expected=existing or placeholder):
-                self._discard(ready.body_key)  # another writer changed the document: retry on top of it
+                # Another writer changed the document (a retry of our own committed write succeeds,
+                # see `DocumentRepository.replace`): no record points at this body.
+                self._discard(ready.body_key)
                 continue
             if existing is not None:
                 # Readers holding the old record get "changed, search again" rather than old text.
@@ -256,7 +275,7 @@ class Ingestor:
         again under a new key. A newer event's sequencer is recorded. None: lost a race, retry."""
         documents = self._repositories.documents
         if self._repositories.bodies.exists(existing.body_key, existing.body_etag or None):
-            if source is None:
+            if source is None or source.applied_to(existing):  # nothing to do (e.g. the event redelivered)
                 return IngestResult("skipped", existing)
             touched = existing.model_copy(update={"write_id": _write_id(), **_source_fields(source, existing)})
             return IngestResult("skipped", touched) if documents.replace(touched, expected=existing) else None
@@ -282,7 +301,7 @@ class Ingestor:
     def fail(self, kb_id: str, source_key: str, reason: str, source: SourceVersion | None = None) -> IngestResult:
         """Record that the source could not be ingested: the document is `error` with the reason,
         no longer served, and its removal from the index is pending if it was indexed."""
-        return self._replace_bodiless(kb_id, source_key, source, status="error", reason=reason)
+        return self._replace_bodiless(kb_id, source_key, source, status="failed", reason=reason)
 
     def remove(self, kb_id: str, source_key: str, source: SourceVersion) -> IngestResult:
         """Delete the document as of the event `source`: a tombstone that rejects older events."""
@@ -294,15 +313,23 @@ class Ingestor:
         source_key: str,
         source: SourceVersion | None,
         *,
-        status: Literal["error", "deleted"],
+        status: Literal["failed", "deleted"],
         reason: str | None,
     ) -> IngestResult:
         documents = self._repositories.documents
         doc_id = document_id(source_key)
         for _ in range(MAX_WRITE_ATTEMPTS):
             existing = documents.get(kb_id, doc_id)
-            if existing is not None and source is not None and not source.is_newer_than(existing):
+            if existing is not None and source is not None and source.is_older_than(existing):
                 return IngestResult("stale", existing)
+            if (
+                existing is not None
+                and source is not None
+                and source.applied_to(existing)
+                and existing.status == status
+                and existing.error_reason == reason
+            ):  # this very event, applied already (redelivered): nothing to write
+                return IngestResult("deleted" if status == "deleted" else "failed", existing)
             now = self._clock()
             pending = None
             if existing is not None and _was_indexable(existing):

@@ -112,7 +112,7 @@ def _headings(text: str) -> Iterator[Heading]:
             paragraph = None
         elif (
             paragraph is not None
-            and previous_end - paragraph <= MAX_HEADING_CHARS
+            and max(previous_end - paragraph, len(line)) <= MAX_HEADING_CHARS
             and _SETEXT_UNDERLINE.fullmatch(line)
         ):
             level = 1 if line.strip()[0] == "=" else 2

@@ -13,12 +13,13 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from email.message import Message
 from typing import Any, Literal
-from urllib.parse import unquote_plus
+from urllib.parse import quote_plus, unquote_plus
 
-from agent_knowledge.ingest.content import MAX_BODY_BYTES, MEDIA_TYPES, USE_TEXT_ENCODING, IngestError, text_codec
+from agent_knowledge.errors import DocumentRejected, MalformedMessage
+from agent_knowledge.ingest.content import MAX_BODY_BYTES, MEDIA_TYPES, USE_TEXT_ENCODING, text_codec
 from agent_knowledge.ingest.ingestor import Ingestor, IngestResult, SourceVersion
 from agent_knowledge.ingest.source_files import media_type_of, title_from_metadata
 from agent_knowledge.repositories.bundle import Repositories
@@ -33,7 +34,7 @@ MAX_SOURCE_BYTES = 4 * MAX_BODY_BYTES
 EventKind = Literal["put", "delete", "reconcile"]
 
 
-class MalformedNotification(ValueError):
+class MalformedNotification(MalformedMessage):
     """The message is not an S3 event notification; retrying cannot help (it goes to the DLQ)."""
 
 
@@ -46,9 +47,32 @@ class SourceEvent:
     version_id: str | None
     sequencer: str
     size: int
+    etag: str | None = None
+
+
+# Not an S3 event name: what the reconciler sends for a key whose document does not match the
+# bucket (`reconcile_notification`). Applied like an `ObjectRemoved:Delete` of one version: the
+# key's current object, read now, is ingested, or the document is deleted if there is none.
+RECONCILE_EVENT = "AgentKnowledge:Reconcile"
+
+
+def reconcile_notification(bucket: str, keys: list[tuple[str, str]]) -> str:
+    """One source-queue message asking the ingest to reconcile `keys` ((object key, sequencer of
+    the document's record, or "0" if it has none) — the record's own sequencer, so the reconcile is
+    never stale against the record it found, yet stale against any newer event applied meanwhile)."""
+    records = [
+        {
+            "eventName": RECONCILE_EVENT,
+            "s3": {"bucket": {"name": bucket}, "object": {"key": quote_plus(key), "sequencer": sequencer or "0"}},
+        }
+        for key, sequencer in keys
+    ]
+    return json.dumps({"Records": records}, separators=(",", ":"))
 
 
 def _kind(event_name: str, version_id: str | None) -> EventKind | None:
+    if event_name == RECONCILE_EVENT:
+        return "reconcile"
     if event_name.startswith("ObjectCreated:"):
         return "put"
     if event_name == "ObjectRemoved:DeleteMarkerCreated" or (event_name == "ObjectRemoved:Delete" and not version_id):
@@ -93,6 +117,7 @@ def _event(record: dict[str, Any], bucket: str) -> SourceEvent | None:
         version_id=version_id,
         sequencer=str(s3["object"]["sequencer"]),
         size=int(s3["object"].get("size") or 0),
+        etag=str(s3["object"].get("eTag") or "").strip('"') or None,
     )
 
 
@@ -105,7 +130,7 @@ def media_type_from(source_key: str, content_type: str) -> tuple[str, str | None
     media_type = media_type_of(source_key) or header.get_content_type()
     if media_type not in MEDIA_TYPES:
         shown = content_type or "none"
-        raise IngestError(
+        raise DocumentRejected(
             f"unsupported type (Content-Type {shown}); use a .md, .markdown, .txt, .html or .htm key, "
             f"or Content-Type {', '.join(MEDIA_TYPES)}"
         )
@@ -119,12 +144,14 @@ def decode_declared(content: bytes, charset: str | None) -> bytes | str:
         return content
     codec = text_codec(charset)
     if codec is None:  # only text encodings: Python's `rot13`, `zlib`, `base64`… are codecs too
-        raise IngestError(f"unsupported charset {charset[:40]!r} in the object's Content-Type; {USE_TEXT_ENCODING}")
+        raise DocumentRejected(
+            f"unsupported charset {charset[:40]!r} in the object's Content-Type; {USE_TEXT_ENCODING}"
+        )
     try:
         return content.decode(codec).removeprefix("\ufeff")
     except ValueError as exc:  # UnicodeDecodeError, or whatever else a codec raises
         where = f" (invalid byte at offset {exc.start})" if isinstance(exc, UnicodeDecodeError) else ""
-        raise IngestError(f"content is not valid {charset}{where}") from None
+        raise DocumentRejected(f"content is not valid {charset}{where}") from None
 
 
 NO_CHARSET_HINT = (
@@ -157,7 +184,7 @@ class SourceIngest:
         self._sources = sources
 
     def apply(self, event: SourceEvent) -> Applied:
-        source = SourceVersion(event.sequencer, event.version_id)
+        source = SourceVersion(event.sequencer, event.version_id, event.etag)
         kind, version_id = event.kind, event.version_id
         if kind == "reconcile":
             version_id = self._sources.current_version(event.key)
@@ -168,7 +195,7 @@ class SourceIngest:
         else:
             try:
                 result = self._put(event, version_id, source)
-            except IngestError as exc:
+            except DocumentRejected as exc:
                 result = self._ingestor.fail(event.kb_id, event.source_key, exc.message, source)
         if result is not None:
             logger.info(
@@ -180,7 +207,7 @@ class SourceIngest:
     def _put(self, event: SourceEvent, version_id: str | None, source: SourceVersion) -> IngestResult | None:
         kb = self._ingestor.knowledge_base(event.kb_id)
         if not kb.enabled:
-            raise IngestError(f"knowledge base {event.kb_id!r} is disabled")
+            raise DocumentRejected(f"knowledge base {event.kb_id!r} is disabled")
         if event.kind == "put":  # a reconcile has no size: it is checked on reading
             self._check_size(event.size)
         try:
@@ -191,6 +218,8 @@ class SourceIngest:
         if found is None:
             logger.info("object version gone before it was read", extra={"kb_id": event.kb_id})
             return None
+        # What was read is what the record will say it holds (a reconcile learns it only now).
+        source = replace(source, version_id=found.version_id or source.version_id, etag=found.etag or source.etag)
         self._check_size(len(found.body))
         media_type, charset = media_type_from(event.source_key, found.content_type)
         content = decode_declared(found.body, charset)
@@ -206,17 +235,17 @@ class SourceIngest:
                 rebuild_index=False,
                 source=source,
             )
-        except IngestError as exc:
+        except DocumentRejected as exc:
             if charset is None and exc.message.startswith("content is not valid UTF-8"):
-                raise IngestError(exc.message + NO_CHARSET_HINT) from None
+                raise DocumentRejected(exc.message + NO_CHARSET_HINT) from None
             raise
 
     @staticmethod
     def _check_size(size: int) -> None:
         if size == 0:
-            raise IngestError("the object is empty")
+            raise DocumentRejected("the object is empty")
         if size > MAX_SOURCE_BYTES:
-            raise IngestError(f"the object is larger than {MAX_SOURCE_BYTES} bytes ({size} bytes)")
+            raise DocumentRejected(f"the object is larger than {MAX_SOURCE_BYTES} bytes ({size} bytes)")
 
 
 def index_messages(applied: list[Applied]) -> Iterator[IndexMessage]:

@@ -11,7 +11,8 @@ from collections.abc import Mapping
 from pathlib import PurePosixPath
 from urllib.parse import quote, unquote
 
-from agent_knowledge.ingest.content import IngestError, decode_text
+from agent_knowledge.errors import DocumentRejected
+from agent_knowledge.ingest.content import decode_text
 from agent_knowledge.ingest.titles import MAX_TITLE_CHARS, document_title
 
 __all__ = [
@@ -46,7 +47,7 @@ def title_of(content: bytes | str, media_type: str, fallback: str) -> str:
     else:
         try:
             text = decode_text(content, media_type)
-        except IngestError:
+        except DocumentRejected:
             text = ""
     return document_title(text, media_type, fallback)
 

@@ -14,7 +14,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 
-from agent_knowledge.ingest.content import IngestError
+from agent_knowledge.errors import KnowledgeBaseMissing
 from agent_knowledge.records import DocumentRecord, KnowledgeBaseRecord
 from agent_knowledge.repositories.bundle import Repositories
 from agent_knowledge.runtime.clock import Clock, system_clock
@@ -51,7 +51,7 @@ def iso_utc(epoch_seconds: float) -> str:
 
 def listing_status(record: DocumentRecord) -> ListingStatus | None:
     """The record as a user sees it; None for a tombstone whose delete is already published."""
-    if record.status == "error":
+    if record.status == "failed":
         return "failed"
     if record.status == "deleted":
         return "pending" if record.index_pending_since is not None else None
@@ -74,7 +74,7 @@ def _listing(record: DocumentRecord, status: ListingStatus) -> DocumentListing:
 def _knowledge_base(repositories: Repositories, kb_id: str) -> KnowledgeBaseRecord:
     kb = repositories.knowledge_bases.get(kb_id) if kb_id else None
     if kb is None:
-        raise IngestError(f"knowledge base {kb_id!r} does not exist")
+        raise KnowledgeBaseMissing(f"knowledge base {kb_id!r} does not exist", kb_id=kb_id)
     return kb
 
 

@@ -27,9 +27,11 @@ def iso_utc(epoch_seconds: int) -> str:
 
 
 def search_status(result: RetrievalResult) -> SearchStatus:
+    """`unavailable` if no source answered; `partial` if one failed or answered from an older index
+    generation than its newest (which failed to load: what was published since is missing)."""
     if result.failed_kb_ids and not result.answered_kb_ids:
         return "unavailable"
-    if result.failed_kb_ids:
+    if result.failed_kb_ids or result.degraded_kb_ids:
         return "partial"
     return "ok"
 

@@ -26,6 +26,7 @@ import hmac
 import struct
 from dataclasses import dataclass
 
+from agent_knowledge.errors import TokenExpired, TokenInvalid
 from agent_knowledge.limits import REFERENCE_TTL_SECONDS as TTL_SECONDS
 
 VERSION = 1
@@ -44,20 +45,6 @@ def encoded_length(raw_bytes: int) -> int:
 # Every cursor has the same length: its claims are fixed-size (reference digest, offset, served).
 CURSOR_LENGTH = encoded_length(_HEADER_BYTES + DIGEST_BYTES + 4 + 4 + MAC_BYTES)
 _KEY_LABEL = b"bailing.agent-knowledge.v1/hmac-subkey/"
-
-
-class TokenError(Exception):
-    """Base: the token cannot be used."""
-
-
-class TokenInvalid(TokenError):
-    """Undecodable, wrong version or purpose, bad MAC, malformed claims."""
-
-
-class TokenExpired(TokenError):
-    def __init__(self, expires_at: int) -> None:
-        super().__init__("token expired")
-        self.expires_at = expires_at
 
 
 class Purpose:

@@ -15,19 +15,12 @@ from typing import Any, BinaryIO, Protocol
 
 from botocore.exceptions import ClientError
 
+from agent_knowledge.errors import BodyMissing, BodyReplaced
 from agent_knowledge.repositories.aws_errors import is_missing_object, is_replaced_object, storage_errors
 
 SHA256_METADATA = "sha256"
 # Streaming downloads hand the object over in pieces of this size: never the whole object in memory.
 DOWNLOAD_CHUNK_BYTES = 1024 * 1024
-
-
-class BodyMissing(Exception):
-    """The object is gone."""
-
-
-class BodyReplaced(BodyMissing):
-    """The object under the key is no longer the one recorded (its ETag changed)."""
 
 
 @dataclass(frozen=True)

@@ -97,13 +97,18 @@ class KnowledgeBaseRepository(ConfigRepository[KnowledgeBaseRecord]):
         """Move the KB's index from generation `expected` to `expected + 1`, whose manifests (newest
         first) are `manifests`; False if the generation is no longer `expected` (another update
         published first) or the KB does not exist. Readers see the old generation or the new one,
-        never anything in between: the new one's files were all uploaded before this write."""
+        never anything in between: the new one's files were all uploaded before this write.
+
+        Idempotent: a retry of this very write (botocore retries a request whose answer was lost
+        after it committed) finds the item already at `expected + 1` with this head manifest, whose
+        key is unique to the attempt, and succeeds again instead of reporting a lost race."""
         return self._table.update(
             key(pk=self._pk(kb_id)),
             "SET generation = :next, index_manifests = :manifests",
             "attribute_exists(pk) AND (generation = :expected OR "
-            "(attribute_not_exists(generation) AND :expected = :zero))",
-            {":next": expected + 1, ":manifests": manifests, ":expected": expected, ":zero": 0},
+            "(attribute_not_exists(generation) AND :expected = :zero) OR "
+            "(generation = :next AND index_manifests[0] = :head))",
+            {":next": expected + 1, ":manifests": manifests, ":expected": expected, ":zero": 0, ":head": manifests[0]},
         )
 
 

@@ -76,7 +76,7 @@ class DocumentRepository:
     def get_marks(self, keys: list[tuple[str, str]]) -> dict[tuple[str, str], DocumentRecord]:
         """Batch read of (kb_id, doc_id) pairs with their pending marks (what the indexer needs to
         clear them: revision, status, `index_pending_since`); missing documents are absent."""
-        return self._get_batch(keys, (*VALIDATION_ATTRIBUTES, "index_pending_since"))
+        return self._get_batch(keys, (*VALIDATION_ATTRIBUTES, "index_pending_since", "write_id"))
 
     def get_whole(self, keys: list[tuple[str, str]]) -> dict[tuple[str, str], DocumentRecord]:
         """Batch read of whole records (chunk offsets included: the index writer cuts chunks from
@@ -127,9 +127,17 @@ class DocumentRepository:
 
     def clear_pending(self, record: DocumentRecord) -> bool:
         """The record's change is in a published generation: drop its pending mark, unless the
-        record changed since it was read (then its new change still waits for the indexer)."""
+        record changed since it was read (then its new change still waits for the indexer).
+        Idempotent: a retry that finds the same write with its mark already gone succeeds."""
         if record.index_pending_since is None:
             return True
+        if record.write_id:
+            return self._table.update(
+                key(kb_id=record.kb_id, doc_id=record.doc_id),
+                "REMOVE index_pending_since",
+                "write_id = :w AND (index_pending_since = :p OR attribute_not_exists(index_pending_since))",
+                {":w": record.write_id, ":p": record.index_pending_since},
+            )
         return self._table.update(
             key(kb_id=record.kb_id, doc_id=record.doc_id),
             "REMOVE index_pending_since",
@@ -141,16 +149,29 @@ class DocumentRepository:
     def replace(self, record: DocumentRecord, expected: DocumentRecord | None) -> bool:
         """Write `record` only if the stored item is still `expected` (None: no item at all).
         Every write has its own write_id, so this detects any change in between, even one that
-        went back to the same revision; records written before write_id existed match on revision."""
+        went back to the same revision; records written before write_id existed match on revision.
+
+        Idempotent: the condition also holds when the stored item already IS `record` (same
+        write_id), so a retry of a write that committed but whose answer was lost (botocore retries
+        it) succeeds again instead of looking like a lost race (docs/DESIGN.md §10)."""
         request: dict[str, Any] = {"TableName": self._table.name, "Item": to_item(record.model_dump(mode="json"))}
+        values: dict[str, Any] = {":mine": {"S": record.write_id}}
         if expected is None:
-            request["ConditionExpression"] = "attribute_not_exists(doc_id)"
+            condition = "attribute_not_exists(doc_id)"
         elif expected.write_id:
-            request["ConditionExpression"] = "write_id = :w"
-            request["ExpressionAttributeValues"] = {":w": {"S": expected.write_id}}
+            condition = "write_id = :w"
+            values[":w"] = {"S": expected.write_id}
         else:
-            request["ConditionExpression"] = "attribute_not_exists(write_id) AND revision = :r"
-            request["ExpressionAttributeValues"] = {":r": {"S": expected.revision}}
+            condition = "(attribute_not_exists(write_id) AND revision = :r)"
+            values[":r"] = {"S": expected.revision}
+        if record.write_id:
+            request["ConditionExpression"] = f"{condition} OR write_id = :mine"
+            request["ExpressionAttributeValues"] = values
+        else:
+            request["ConditionExpression"] = condition
+            values.pop(":mine")
+            if values:
+                request["ExpressionAttributeValues"] = values
         return self._table.write("Put", request)
 
     def put(self, record: DocumentRecord, *, only_if_new: bool = False, only_if_revision: str | None = None) -> bool:

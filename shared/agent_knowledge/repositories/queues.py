@@ -1,15 +1,21 @@
-"""The indexing queue (SQS FIFO): one message group per KB, so one indexer works on a KB at a time."""
+"""The indexing queue (SQS FIFO): one message group per KB, so one indexer works on a KB at a time;
+and the answer both queue consumers give Lambda (partial batch failures)."""
 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
 from agent_knowledge.repositories.aws_errors import storage_errors
 
 MAX_BATCH = 10  # SendMessageBatch's limit
+
+
+def batch_response(failed: Iterable[str]) -> dict[str, Any]:
+    """ReportBatchItemFailures: the message ids to retry; every other message of the batch is done."""
+    return {"batchItemFailures": [{"itemIdentifier": message_id} for message_id in failed]}
 
 
 @dataclass(frozen=True)

@@ -8,13 +8,8 @@ from typing import Any
 
 from botocore.exceptions import ClientError
 
+from agent_knowledge.errors import SourceTooLarge
 from agent_knowledge.repositories.aws_errors import storage_errors
-
-
-class SourceTooLarge(Exception):
-    def __init__(self, size: int) -> None:
-        self.size = size
-        super().__init__(size)
 
 
 @dataclass(frozen=True)
@@ -24,6 +19,8 @@ class SourceObject:
     version_id: str | None
     # User metadata (x-amz-meta-*), e.g. the title `doc put --title` sets.
     metadata: dict[str, str] = field(default_factory=dict)
+    # The object's ETag without quotes: what a bucket listing shows, for reconciliation.
+    etag: str | None = None
 
 
 def _gone(exc: ClientError) -> bool:
@@ -58,7 +55,8 @@ class SourceObjects:
                 return None
             raise
         content_type = str(response.get("ContentType") or "")
-        return SourceObject(body, content_type, response.get("VersionId"), dict(response.get("Metadata") or {}))
+        etag = str(response.get("ETag") or "").strip('"') or None
+        return SourceObject(body, content_type, response.get("VersionId"), dict(response.get("Metadata") or {}), etag)
 
     def current_version(self, key: str) -> str | None:
         """The version id of the key's current object, or None if there is none (deleted)."""

@@ -10,6 +10,7 @@ from typing import Annotated, Any, ClassVar, Final, Literal
 from pydantic import Field, StringConstraints, field_validator
 
 from agent_knowledge import wire
+from agent_knowledge.errors import JsonRejected
 from agent_knowledge.models import PROTOCOL, Hint, NonBlankStr, RequestModel, ResponseModel, SearchStatus
 from agent_knowledge.strict_json import check_tree
 
@@ -64,7 +65,10 @@ class TurnRequest(RequestModel):
         # TurnRequest can be built without it, and the bounds of page_context are its own.
         if value is None:
             return None
-        check_tree(value, PAGE_CONTEXT_MAX_DEPTH)
+        try:
+            check_tree(value, PAGE_CONTEXT_MAX_DEPTH)
+        except JsonRejected as exc:  # pydantic turns a ValueError into a validation error
+            raise ValueError(exc.message) from None
         if len(wire.dumps(value).encode("utf-8")) > PAGE_CONTEXT_MAX_BYTES:
             raise ValueError(f"larger than {PAGE_CONTEXT_MAX_BYTES // 1024} KiB as compact UTF-8 JSON")
         return value
