@@ -54,8 +54,8 @@ ROOT = Path(__file__).resolve().parents[1]
 
 def _chunks(count: int) -> Iterator[Any]:
     from agent_knowledge.index.builder import IndexedChunk
+    from agent_knowledge.index.chunks import chunk_digest
     from agent_knowledge.ingest.chunking import chunk_text
-    from agent_knowledge.ingest.content import chunk_digest
     from bench.corpus import documents
 
     made = 0

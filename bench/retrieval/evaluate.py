@@ -6,8 +6,8 @@ import statistics
 import time
 from typing import Any
 
+from agent_knowledge.index.chunks import chunk_digest
 from agent_knowledge.ingest.chunking import chunk_text
-from agent_knowledge.ingest.content import chunk_digest
 from bench.retrieval.corpus import KnownItem, Section
 from bench.retrieval.systems import BenchChunk, Bm25s, Ours, TantivyDirect
 

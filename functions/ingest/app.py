@@ -15,4 +15,6 @@ from agent_knowledge.runtime.observability import logger, traced
 @logger.inject_lambda_context
 @traced
 def lambda_handler(event: dict[str, Any], context: Any, deps: PipelineDependencies | None = None) -> dict[str, Any]:
-    return ingest_batch(deps or default_pipeline_dependencies(), event["Records"])
+    remaining = getattr(context, "get_remaining_time_in_millis", None)
+    deadline = (lambda: remaining() / 1000) if callable(remaining) else None
+    return ingest_batch(deps or default_pipeline_dependencies(), event["Records"], deadline)

@@ -80,7 +80,8 @@ def moto_server_stack(seed: bool = True, pipeline: bool = True) -> Iterator[Moto
     """A moto server on loopback with the template's stack (and the demo workspace and sample
     documents when `seed`); this process is pointed at it for good (run it in its own process).
     With `pipeline`, objects put in the sources bucket are ingested and indexed as on AWS
-    (`agent_knowledge_dev.event_sources`: S3 events and event source mappings, in this process)."""
+    (`agent_knowledge_dev.event_sources`: S3 events and event source mappings, in this process),
+    and the reconciler runs on its schedule (`agent_knowledge_dev.reconcile_schedule`)."""
     from moto.server import ThreadedMotoServer
 
     from agent_knowledge.repositories import aws
@@ -105,14 +106,19 @@ def moto_server_stack(seed: bool = True, pipeline: bool = True) -> Iterator[Moto
         if seed:
             seed_demo(default_repositories())
             stack.documents = seed_sample_documents(default_repositories())
-        runner = None
+        runner = schedule = None
         if pipeline:
             from agent_knowledge_dev.event_sources import start_local_pipeline
+            from agent_knowledge_dev.reconcile_schedule import ReconcileSchedule
 
             runner = start_local_pipeline()
+            # The reconciler's EventBridge schedule (template.yaml ReconcileSchedule).
+            schedule = ReconcileSchedule().start()
         try:
             yield stack
         finally:
+            if schedule is not None:
+                schedule.stop()
             if runner is not None:
                 runner.stop()
     finally:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import argparse
 import functools
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from agent_knowledge.repositories.bundle import Repositories
@@ -29,6 +29,14 @@ STACK_OUTPUTS = {
 }
 SOURCES_BUCKET_OUTPUT = "SourcesBucketName"
 SOURCES_BUCKET_VARIABLE = "SOURCES_BUCKET"
+# The pipeline's queues (template logical id → the stack output holding its URL): `kb sync` sends
+# to the source and index queues, `kb status` and `doc list` count the dead-letter queues.
+QUEUE_OUTPUTS = {
+    "SourceQueue": "SourceQueueUrl",
+    "SourceDeadLetterQueue": "SourceDeadLetterQueueUrl",
+    "IndexQueue": "IndexQueueUrl",
+    "IndexDeadLetterQueue": "IndexDeadLetterQueueUrl",
+}
 
 
 def add_target_arguments(parser: argparse.ArgumentParser) -> None:
@@ -46,6 +54,8 @@ def add_target_arguments(parser: argparse.ArgumentParser) -> None:
 class StackNames:
     settings: Settings
     sources_bucket: str | None  # None: a stack deployed before the sources bucket existed
+    # Queue URLs by logical id, from the stack's outputs (a deployed stack; those it has).
+    queues: dict[str, str] = field(default_factory=dict)
 
 
 def connect(arguments: argparse.Namespace) -> Repositories:
@@ -63,6 +73,31 @@ def sources_bucket(arguments: argparse.Namespace) -> tuple[Any, str] | None:
     deployed before the sources bucket existed."""
     names = _names(arguments)
     return None if names.sources_bucket is None else (_client("s3"), names.sources_bucket)
+
+
+def pipeline_queues(arguments: argparse.Namespace) -> tuple[Any, dict[str, str]]:
+    """The SQS client and the URLs of the stack's pipeline queues by logical id (call after
+    `connect`); empty for a stack deployed before the pipeline."""
+    names = _names(arguments)
+    return _client("sqs"), (names.queues if arguments.aws else _local_queues())
+
+
+def _local_queues() -> dict[str, str]:
+    """The local stack's queues, by the names `stack.create_stack` gave them."""
+    from botocore.exceptions import ClientError
+
+    from agent_knowledge_dev.stack import queue_name
+    from agent_knowledge_dev.template import resources_of_type
+
+    sqs, found = _client("sqs"), {}
+    for logical_id, resource in resources_of_type("AWS::SQS::Queue").items():
+        if logical_id not in QUEUE_OUTPUTS:
+            continue
+        try:
+            found[logical_id] = sqs.get_queue_url(QueueName=queue_name(logical_id, resource["Properties"]))["QueueUrl"]
+        except ClientError:
+            continue
+    return found
 
 
 def _names(arguments: argparse.Namespace) -> StackNames:
@@ -162,4 +197,5 @@ def _stack_names(stack: str, region: str) -> StackNames:
         # The admin commands never sign references, so they do not need the server token.
         server_token_secret_id="not-used-by-admin-commands",
     )
-    return StackNames(settings, outputs.get(SOURCES_BUCKET_OUTPUT))
+    queues = {logical_id: outputs[output] for logical_id, output in QUEUE_OUTPUTS.items() if outputs.get(output)}
+    return StackNames(settings, outputs.get(SOURCES_BUCKET_OUTPUT), queues)

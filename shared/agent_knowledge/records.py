@@ -96,6 +96,9 @@ class KnowledgeBaseRecord(Record):
     # object keys of the manifests of the kept generations, newest first (docs/DESIGN.md §10).
     generation: int = 0
     index_manifests: list[str] = []
+    # When the reconciler last compared the KB's objects in the sources bucket with its documents
+    # (epoch seconds; `ingest/reconcile.py`); None if it never did.
+    last_sync: float | None = None
 
 
 # `ready`: the body is stored and the record may be served (search and read check this, and the

@@ -6,12 +6,12 @@ literal table or bucket names anywhere in the code.
 
 from __future__ import annotations
 
-import functools
 import os
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from agent_knowledge.errors import ConfigurationError
+from agent_knowledge.runtime.per_container import per_container
 
 
 class Settings(BaseModel):
@@ -32,9 +32,13 @@ class Settings(BaseModel):
     # to start without them (`require_pipeline`); the query functions never read them.
     sources_bucket: str = ""
     index_queue_url: str = ""
+    # The queue the bucket's events arrive on: the reconciler sends its reconcile messages there.
+    source_queue_url: str = ""
 
-    def require_pipeline(self) -> None:
-        missing = [ENVIRONMENT[name] for name in ("sources_bucket", "index_queue_url") if not getattr(self, name)]
+    def require_pipeline(self, *also: str) -> None:
+        """The pipeline's settings, and `also` (field names, e.g. the reconciler's source queue)."""
+        needed = ("sources_bucket", "index_queue_url", *also)
+        missing = [ENVIRONMENT[name] for name in needed if not getattr(self, name)]
         if missing:
             raise ConfigurationError(f"invalid or missing environment variables: {', '.join(missing)}")
 
@@ -49,10 +53,11 @@ ENVIRONMENT = {
     "run_ttl_seconds": "RUN_TTL_SECONDS",
     "sources_bucket": "SOURCES_BUCKET",
     "index_queue_url": "INDEX_QUEUE_URL",
+    "source_queue_url": "SOURCE_QUEUE_URL",
 }
 
 
-@functools.cache
+@per_container
 def get_settings() -> Settings:
     values = {field: os.environ[var] for field, var in ENVIRONMENT.items() if var in os.environ}
     try:
@@ -64,4 +69,4 @@ def get_settings() -> Settings:
 
 def reset_settings() -> None:
     """Forget the cached settings (tests change the environment between cases)."""
-    get_settings.cache_clear()
+    get_settings.reset()

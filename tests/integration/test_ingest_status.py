@@ -53,14 +53,21 @@ def test_listing_shows_each_document_once_with_its_state(kb):
 
 
 def test_kb_status_counts_and_the_oldest_pending_age(kb):
+    # Documents stored directly (no sources bucket): each is an object of its own; a delete not yet
+    # published is not an object any more, but its change still counts for the pending age.
     status = kb_status(kb.repositories, "kb", clock=kb.clock)
     assert status.model_dump() == {
         "kb_id": "kb",
+        "objects": 3,
         "ready": 1,
-        "pending": 2,
+        "pending": 1,
         "failed": 1,
+        "not_ingested": 0,
+        "deletes_pending": 1,
+        "dead_lettered": 0,
         "index_generation": 1,
         "oldest_pending_age_seconds": 30.5,
+        "last_sync": None,
     }
 
 

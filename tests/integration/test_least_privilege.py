@@ -139,6 +139,11 @@ def iam_calls(service: str, operation: str, params: dict[str, Any]) -> list[tupl
         return [(f"s3:{verb}", f"{bucket}/{params['Key']}")]
     if service == "secretsmanager":
         return [(f"secretsmanager:{operation}", SECRET)]
+    if service == "sqs":
+        # A queue by its local name (`stack.queue_name`): the logical id, `.fifo` for FIFO queues.
+        queue = str(params["QueueUrl"]).rsplit("/", 1)[1].removesuffix(".fifo")
+        verb = {"SendMessageBatch": "SendMessage", "DeleteMessageBatch": "DeleteMessage"}.get(operation, operation)
+        return [(f"sqs:{verb}", queue)]
     raise AssertionError(f"unexpected AWS service {service}")
 
 
@@ -306,3 +311,34 @@ def test_query_functions_never_scan_and_write_only_where_the_protocol_writes():
             assert {resource for _, resource in writes} == {"RunsTable"}, function
         else:
             assert writes == set(), function
+
+
+def test_the_reconciler_makes_exactly_the_calls_its_statements_grant(stack, recorder: Recorder):
+    """The scheduled function reads the bucket listing, the KB and its records, sends reconciles and
+    an indexing request, and records `last_sync`: every call granted, every grant used."""
+    import dataclasses
+    import time
+
+    from agent_knowledge.ingest.status import GRACE_SECONDS
+    from agent_knowledge.runtime.container import default_pipeline_dependencies
+    from agent_knowledge_dev.admin import create_knowledge_base
+    from agent_knowledge_dev.handlers import load_function
+    from agent_knowledge_dev.lambda_context import LambdaContext
+    from tests.support.pipeline import start_pipeline
+
+    create_knowledge_base(stack.repositories, "kb")
+    pipeline = start_pipeline(stack.environment)
+    pipeline.put("kb/indexed-later.md", "# Later\n\nIts indexing request is lost.")
+    pipeline.runner.step(pipeline.runner.mapping("IngestFunction"))
+    pipeline.take_messages("IndexQueue")
+    pipeline.put("kb/lost.md", "# Lost\n\nIts event is lost.")
+    pipeline.take_messages("SourceQueue")
+    handler = load_function("reconciler").lambda_handler
+    with recorder.calls_of("reconciler"):
+        later = dataclasses.replace(default_pipeline_dependencies(), clock=lambda: time.time() + GRACE_SECONDS + 60)
+        answer = handler(load_event("reconciler-scheduled"), LambdaContext.for_function("ReconcilerFunction"), deps=later)
+    (report,) = answer["reconciled"]
+    assert report["missing"] == 1 and report["index_requested"]
+    grants, used = granted("ReconcilerFunction"), recorder.calls["reconciler"]
+    assert sorted(call for call in used if not allowed(grants, *call)) == []
+    assert sorted(grant for grant in grants if not any(allowed({grant}, *call) for call in used)) == []

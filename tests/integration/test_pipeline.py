@@ -151,10 +151,15 @@ def test_a_failed_update_takes_the_old_version_out_of_search(stack, pipeline):
     assert search_titles(stack, ["kb"], "heron") == []
     assert kb_status(stack.repositories, "kb").model_dump(exclude={"index_generation"}) == {
         "kb_id": "kb",
+        "objects": 1,
         "ready": 0,
         "pending": 0,
         "failed": 1,
+        "not_ingested": 0,
+        "deletes_pending": 0,
+        "dead_lettered": 0,
         "oldest_pending_age_seconds": None,
+        "last_sync": None,
     }
 
 

@@ -168,3 +168,25 @@ def test_a_failing_kb_retries_only_its_own_messages(stack, pipeline, monkeypatch
     failed = _indexer(stack)(records)["batchItemFailures"]
     assert sorted(item["itemIdentifier"] for item in failed) == ["m1", "m3"]
     assert search_titles(stack, ["other"], "bison") == ["B"]
+
+
+def test_messages_that_cannot_finish_before_the_timeout_are_deferred_not_the_batch(stack, pipeline):
+    from agent_knowledge.ingest.source_batch import DEADLINE_RESERVE_SECONDS, ingest_batch
+    from agent_knowledge.runtime.container import default_pipeline_dependencies
+
+    pipeline.put("kb/a.md", "# A\n\nFirst.")
+    pipeline.put("kb/b.md", "# B\n\nSecond.")
+    messages = pipeline.take_messages("SourceQueue")
+    records = [{"messageId": f"m{i}", "body": message["Body"]} for i, message in enumerate(messages)]
+    for record in records[1:]:  # taken off the queue above: what Lambda would redeliver
+        pipeline.send("SourceQueue", record["body"])
+    calls: list[int] = []
+
+    def remaining() -> float:  # plenty for the first message, too little for the others
+        calls.append(1)
+        return 60.0 if len(calls) == 1 else DEADLINE_RESERVE_SECONDS - 1
+
+    failed = ingest_batch(default_pipeline_dependencies(), records, remaining)["batchItemFailures"]
+    assert [item["itemIdentifier"] for item in failed] == [record["messageId"] for record in records[1:]]
+    pipeline.run()  # the deferred messages are delivered again, with time to spare
+    assert sorted(d.source_key for d in document_listing(stack.repositories, "kb")) == ["a.md", "b.md"]

@@ -76,7 +76,8 @@ def test_traced_handlers_never_capture_responses(monkeypatch):
             seen.append(options)
             return handler
 
-    monkeypatch.setattr(observability, "_tracer", FakeTracer())
+    monkeypatch.setattr(observability, "tracing_enabled", lambda: True)
+    monkeypatch.setattr(observability, "tracer", FakeTracer)
     handler = observability.traced(lambda event, context: {"statusCode": 200, "body": "a document body"})
     assert handler({}, None)["statusCode"] == 200
     assert seen == [{"capture_response": False}]

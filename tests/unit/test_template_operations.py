@@ -164,7 +164,10 @@ def test_reserved_concurrency_is_a_parameter_per_function_class_and_unset_by_def
             "Fn::Not": [{"Fn::Equals": [{"Ref": parameter_name}, "-1"]}]
         }
     functions = _functions(template)
-    assert set(functions) == set().union(*classes.values())
+    # The reconciler runs on a schedule, one invocation per period: nothing to reserve or cap.
+    unreserved = {"ReconcilerFunction"}
+    assert set(functions) == set().union(*classes.values(), unreserved)
+    assert all("ReservedConcurrentExecutions" not in functions[name]["Properties"] for name in unreserved)
     for parameter_name, names in classes.items():
         for name in names:
             setting = functions[name]["Properties"]["ReservedConcurrentExecutions"]

@@ -97,6 +97,7 @@ def test_the_pipeline_is_configured_through_the_environment(resources):
     variables = environment_variables()
     assert variables["SOURCES_BUCKET"] == {"Ref": "SourcesBucket"}
     assert variables["INDEX_QUEUE_URL"] == {"Ref": "IndexQueue"}
+    assert variables["SOURCE_QUEUE_URL"] == {"Ref": "SourceQueue"}
     outputs = load_template()["Outputs"]
     for name, target in [
         ("SourcesBucketName", "SourcesBucket"),
@@ -162,9 +163,25 @@ PIPELINE_ACCESS = {
         "ListIndexFilesAndTellMissingObjectsFromDenied": ({"s3:ListBucket"}, [{"Fn::GetAtt": ["BodiesBucket", "Arn"]}]),
         "ConsumeIndexingRequests": (CONSUME_QUEUE, [{"Fn::GetAtt": ["IndexQueue", "Arn"]}]),
     },
+    # Reads the bucket listing and the records, writes only `last_sync` and queue messages: every
+    # record change is the ingest's, through the same path as an S3 event.
+    "ReconcilerFunction": {
+        "ListSourceObjects": ({"s3:ListBucket"}, [{"Fn::GetAtt": ["SourcesBucket", "Arn"]}]),
+        "ReadKnowledgeBasesAndRecordLastSync": (
+            {"dynamodb:GetItem", "dynamodb:UpdateItem"},
+            [{"Fn::GetAtt": ["ConfigTable", "Arn"]}],
+        ),
+        "ReadDocumentStates": ({"dynamodb:Query"}, [{"Fn::GetAtt": ["DocumentsTable", "Arn"]}]),
+        "RequestReconciles": ({"sqs:SendMessage"}, [{"Fn::GetAtt": ["SourceQueue", "Arn"]}]),
+        "RequestIndexing": ({"sqs:SendMessage"}, [{"Fn::GetAtt": ["IndexQueue", "Arn"]}]),
+    },
 }
 # The one statement of each function on the config table: limited to knowledge-base items.
-CONFIG_STATEMENT = {"IngestFunction": "ReadKnowledgeBases", "IndexerFunction": "ClaimIndexGenerations"}
+CONFIG_STATEMENT = {
+    "IngestFunction": "ReadKnowledgeBases",
+    "IndexerFunction": "ClaimIndexGenerations",
+    "ReconcilerFunction": "ReadKnowledgeBasesAndRecordLastSync",
+}
 
 
 @pytest.mark.parametrize("function", list(PIPELINE_ACCESS))
@@ -183,3 +200,19 @@ def test_the_pending_index_and_tombstone_ttl_exist(resources):
         {"AttributeName": "index_pending_since", "KeyType": "RANGE"},
     ]
     assert table["TimeToLiveSpecification"] == {"AttributeName": "ttl", "Enabled": True}
+
+
+def test_the_reconciler_runs_on_a_schedule_parameter_and_is_retried_by_the_next_run(resources, translated):
+    function = resources["ReconcilerFunction"]["Properties"]
+    assert function["CodeUri"] == "functions/reconciler/" and function["Handler"] == "app.lambda_handler"
+    (event,) = function["Events"].values()
+    assert event["Type"] == "Schedule" and event["Properties"]["Schedule"] == {"Ref": "ReconcileSchedule"}
+    parameter = load_template()["Parameters"]["ReconcileSchedule"]
+    assert parameter["Default"] == "rate(15 minutes)"
+    assert function["EventInvokeConfig"] == {"MaximumRetryAttempts": 0}
+    # It stops starting KBs a minute before its timeout (ingest/reconcile.py TIME_MARGIN_SECONDS).
+    from agent_knowledge.ingest.reconcile import TIME_MARGIN_SECONDS
+
+    assert function["Timeout"] > 2 * TIME_MARGIN_SECONDS
+    rules = [r for r in translated.values() if r["Type"] == "AWS::Events::Rule"]
+    assert [rule["Properties"]["ScheduleExpression"] for rule in rules] == [{"Ref": "ReconcileSchedule"}]

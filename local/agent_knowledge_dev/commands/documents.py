@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from agent_knowledge_dev.arguments import bounded_int
-from agent_knowledge_dev.commands import Command
+from agent_knowledge_dev.commands import Command, sync
 from agent_knowledge_dev.console import CliError, note, print_json
 from agent_knowledge_dev.target import add_target_arguments, connect, sources_bucket
 
@@ -428,10 +428,18 @@ def _kb_arguments(parser: argparse.ArgumentParser) -> None:
 def _list(arguments: argparse.Namespace) -> int:
     from agent_knowledge.ingest.status import document_listing
     from agent_knowledge_dev.admin import require_knowledge_base
+    from agent_knowledge_dev.pipeline_state import dead_letters, source_objects
 
     repositories = connect(arguments)
     require_knowledge_base(repositories, arguments.kb_id)
-    print_json([entry.model_dump(mode="json") for entry in document_listing(repositories, arguments.kb_id)])
+    # Every object of the bucket (not_ingested ones too, with the reason), not only the records.
+    listing = document_listing(
+        repositories,
+        arguments.kb_id,
+        sources=source_objects(arguments),
+        dead_letters=dead_letters(arguments, arguments.kb_id),
+    )
+    print_json([entry.model_dump(mode="json") for entry in listing])
     return 0
 
 
@@ -447,10 +455,17 @@ def _kb_list(arguments: argparse.Namespace) -> int:
 def _kb_status(arguments: argparse.Namespace) -> int:
     from agent_knowledge.ingest.status import kb_status
     from agent_knowledge_dev.admin import require_knowledge_base
+    from agent_knowledge_dev.pipeline_state import dead_letters, source_objects
 
     repositories = connect(arguments)
     require_knowledge_base(repositories, arguments.kb_id)
-    print_json(kb_status(repositories, arguments.kb_id).model_dump(mode="json"))
+    status = kb_status(
+        repositories,
+        arguments.kb_id,
+        sources=source_objects(arguments),
+        dead_letters=dead_letters(arguments, arguments.kb_id),
+    )
+    print_json(status.model_dump(mode="json"))
     return 0
 
 
@@ -478,14 +493,23 @@ COMMAND = Command(
     subcommands=[
         Command("put", "upload one document (--file) or a folder (--dir) to the sources bucket", _put_arguments, _put),
         Command("delete", "delete a document (its object in the sources bucket)", _delete_arguments, _delete),
-        Command("list", "the KB's documents: status ready/pending/failed with the reason", _kb_arguments, _list),
+        Command(
+            "list",
+            "every object of the KB: status ready/pending/failed/not_ingested with the reason",
+            _kb_arguments,
+            _list,
+        ),
     ],
 )
 
 KB_COMMANDS = [
     Command("list", "every knowledge base", _target_only, _kb_list),
     Command(
-        "status", "documents ready/pending/failed, index generation, oldest pending change", _kb_arguments, _kb_status
+        "status",
+        "objects ready/pending/failed/not_ingested, dead-lettered messages, index generation, last sync",
+        _kb_arguments,
+        _kb_status,
     ),
     Command("reindex", "rebuild the KB's search index from its documents", _kb_arguments, _kb_reindex),
+    sync.COMMAND,  # reconcile the KB with the sources bucket now
 ]

@@ -150,7 +150,7 @@ COMMANDS = [
             Command("create", "create a knowledge base (no-op if it exists)", _kb_create_arguments, _kb_create),
             Command("enable", "enable a knowledge base", _kb_id_arguments, _kb_setter(True)),
             Command("disable", "disable a knowledge base (no route can use it)", _kb_id_arguments, _kb_setter(False)),
-            *documents.KB_COMMANDS,  # list, status, reindex
+            *documents.KB_COMMANDS,  # list, status, reindex, sync
         ],
     ),
 ]

@@ -10,10 +10,9 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 
-from agent_knowledge.index.chunks import IndexedChunk
+from agent_knowledge.index.chunks import IndexedChunk, chunk_digest
 from agent_knowledge.index.kb_index import KbIndex
 from agent_knowledge.index.recent_chunks import RecentChunks, verified
-from agent_knowledge.ingest.content import chunk_digest
 from agent_knowledge.records import DocumentRecord
 from agent_knowledge.repositories.bodies import BodyMissing, BodyStore
 from agent_knowledge.runtime.observability import logger

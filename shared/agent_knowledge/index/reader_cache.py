@@ -34,6 +34,7 @@ from agent_knowledge.index.local_files import LocalFiles, LocalStorageFailed, lo
 from agent_knowledge.records import KnowledgeBaseRecord
 from agent_knowledge.repositories.bodies import BodyMissing, Sink
 from agent_knowledge.runtime.observability import logger
+from agent_knowledge.runtime.per_container import on_reset
 
 # After a generation failed to load, serve what we have and try it again at most this often.
 RETRY_SECONDS = 30.0
@@ -227,3 +228,6 @@ def reset_local_state() -> None:
     """Forget every opened index and local index file of this process (a new container's state)."""
     index_cache.clear()
     index_cache.files.clear()
+
+
+on_reset(reset_local_state)

@@ -7,8 +7,7 @@ from __future__ import annotations
 
 import threading
 
-from agent_knowledge.index.chunks import IndexedChunk
-from agent_knowledge.ingest.content import chunk_digest
+from agent_knowledge.index.chunks import IndexedChunk, chunk_digest
 from agent_knowledge.records import DocumentRecord
 
 # Upper bound of the chunk text RecentChunks holds (characters).

@@ -19,6 +19,7 @@ import time
 from dataclasses import dataclass
 
 from agent_knowledge.errors import DocumentRejected
+from agent_knowledge.index.chunks import chunk_digest
 from agent_knowledge.ingest.chunking import Chunk, byte_offsets, chunk_text
 from agent_knowledge.ingest.html_text import html_to_text
 from agent_knowledge.ingest.titles import document_title
@@ -26,7 +27,6 @@ from agent_knowledge.ingest.titles import document_title
 MEDIA_TYPES = ("text/markdown", "text/plain", "text/html")
 MAX_BODY_BYTES = 5 * 1024 * 1024
 MAX_TITLE_CHARS = 255
-DIGEST_HEX_CHARS = 16
 # A DynamoDB item holds at most 400 KB; the chunk digests and offsets must fit with room to spare.
 MAX_CHUNK_METADATA_BYTES = 300_000
 # CPU time (of the preparing thread) one document may take to prepare. Every parser is linear, so
@@ -37,10 +37,6 @@ MAX_PREPARE_CPU_SECONDS = 10.0
 
 def sha256_hex(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
-
-
-def chunk_digest(text: str) -> str:
-    return sha256_hex(text.encode("utf-8"))[:DIGEST_HEX_CHARS]
 
 
 def revision_of(title_sha256: str, body_sha256: str) -> str:

@@ -8,6 +8,7 @@ retried alone after its visibility timeout, and moved to the dead-letter queue a
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from agent_knowledge.errors import KnowledgeError
@@ -16,14 +17,29 @@ from agent_knowledge.repositories.queues import IndexMessage, batch_response
 from agent_knowledge.runtime.container import PipelineDependencies
 from agent_knowledge.runtime.observability import logger
 
+# A message is started only with this much of the invocation left: one document's preparation may
+# take up to its CPU budget (content.MAX_PREPARE_CPU_SECONDS) plus its storage calls, and a Lambda
+# timeout would fail the whole batch, not that one message.
+DEADLINE_RESERVE_SECONDS = 20.0
 
-def ingest_batch(deps: PipelineDependencies, records: list[dict[str, Any]]) -> dict[str, Any]:
-    """Apply every S3 event of the batch, then tell the indexer about the changes."""
+
+def ingest_batch(
+    deps: PipelineDependencies,
+    records: list[dict[str, Any]],
+    remaining_seconds: Callable[[], float] | None = None,
+) -> dict[str, Any]:
+    """Apply every S3 event of the batch, then tell the indexer about the changes. With
+    `remaining_seconds` (the invocation's time left), messages that could not finish before the
+    function's timeout are not started: they are reported failed and redelivered."""
     ingest = SourceIngest(deps.repositories, deps.sources, deps.clock)
     failed: list[str] = []
     sent_by: dict[str, list[IndexMessage]] = {}
     for record in records:
         message_id = record["messageId"]
+        if remaining_seconds is not None and remaining_seconds() < DEADLINE_RESERVE_SECONDS:
+            logger.warning("message deferred: the invocation is about to time out", extra={"message_id": message_id})
+            failed.append(message_id)
+            continue
         try:
             events = parse_notification(record["body"], deps.sources.bucket)
             applied = [ingest.apply(event) for event in events]

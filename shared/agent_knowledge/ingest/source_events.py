@@ -187,8 +187,14 @@ class SourceIngest:
         source = SourceVersion(event.sequencer, event.version_id, event.etag)
         kind, version_id = event.kind, event.version_id
         if kind == "reconcile":
-            version_id = self._sources.current_version(event.key)
-            kind = "put" if version_id is not None else "delete"
+            current = self._sources.head(event.key)
+            if current is None:
+                kind = "delete"
+            else:
+                # The version read below and its ETag: a failed record says which object failed,
+                # so the reconciler sees it matches the bucket and does not send it again.
+                kind, version_id = "put", current.version_id
+                source = replace(source, version_id=current.version_id, etag=current.etag)
         result: IngestResult | None
         if kind == "delete":
             result = self._ingestor.remove(event.kb_id, event.source_key, source)

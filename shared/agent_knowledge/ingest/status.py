@@ -1,25 +1,52 @@
-"""How far ingestion and indexing of a KB have got: per document and per KB.
+"""How far ingestion and indexing of a KB have got: per object of the sources bucket and per KB.
 
-A document is `ready` when it is searchable (stored and in a published index generation),
-`pending` while it is stored but its change (or its delete) is not yet in a published generation,
-and `failed` when it could not be ingested (with the reason). The record's own `status` keeps its
-meaning for search and read (`ready` = body stored); the pending state is the record's
-`index_pending_since` mark, which the indexer clears once the change is published.
+The sources bucket is the truth: every object `<kb_id>/<source_key>` is a document that is
+`ready` (searchable: stored, and in a published index generation), `pending` (stored but not yet
+published; or not yet stored while its ingest event is probably in flight: the object is younger
+than `GRACE_SECONDS`), `failed` (it could not be ingested; with the reason) or `not_ingested` (no
+record of this version of the object, and it is older than the grace period: its event was lost,
+dead-lettered or never sent — `kb sync` ingests it). So `ready + pending + failed + not_ingested ==
+objects` whatever happens in between: each object is classified once, by the record that matches
+its ETag.
+
+A record whose object is gone is not an object: its delete is pending (the event is in flight, or
+lost: the reconciler deletes it). Records written directly (no S3 event ever set them: the demo seed,
+a stack without a sources bucket) count as objects of their own. Without a bucket listing (a stack
+deployed before the sources bucket, or `--wait` polling the records) the records alone are
+classified, as before.
+
+The record's own `status` keeps its meaning for search and read (`ready` = body stored); the
+pending state is the record's `index_pending_since` mark, which the indexer clears once the change
+is published.
 """
 
 from __future__ import annotations
 
+import json
+from collections.abc import Iterable
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Literal
+from typing import Literal, Protocol, TypeVar
+from urllib.parse import unquote_plus
 
 from pydantic import BaseModel, ConfigDict
 
 from agent_knowledge.errors import KnowledgeBaseMissing
 from agent_knowledge.records import DocumentRecord, KnowledgeBaseRecord
 from agent_knowledge.repositories.bundle import Repositories
+from agent_knowledge.repositories.sources import ListedObject, SourceObjects
 from agent_knowledge.runtime.clock import Clock, system_clock
 
-ListingStatus = Literal["ready", "pending", "failed"]
+ListingStatus = Literal["ready", "pending", "failed", "not_ingested"]
+
+# How long an object may wait for its ingest event before it counts as not ingested, and how long
+# the reconciler leaves a change alone before it acts on it (its event is probably in flight).
+GRACE_SECONDS = 600.0
+
+NOT_INGESTED = "no ingest event was processed for this object; run kb sync"
+REPLACED = "the object was replaced and its new version was never ingested (the earlier one is served); run kb sync"
+DEAD_LETTERED = "its ingest event is in the dead-letter queue; run kb sync (or redrive the queue)"
+OBJECT_GONE = "its object is gone; the document is deleted by the next kb sync"
 
 
 class DocumentListing(BaseModel):
@@ -27,7 +54,8 @@ class DocumentListing(BaseModel):
 
     source_key: str
     title: str
-    # None for a document that never had a revision (it failed before any was stored).
+    # None for a document that never had a revision (it failed before any was stored), or an
+    # object version not ingested yet.
     revision: str | None
     status: ListingStatus
     reason: str | None
@@ -38,18 +66,77 @@ class KbStatus(BaseModel):
     model_config = ConfigDict(frozen=True)
 
     kb_id: str
+    # Objects in the sources bucket (plus documents stored directly); the next four add up to it.
+    objects: int
     ready: int
     pending: int
     failed: int
+    not_ingested: int
+    # Documents whose object is gone, and deletes not yet published: not objects any more.
+    deletes_pending: int
+    # The KB's messages in the dead-letter queues (source: events naming its keys; index: its
+    # indexing requests), as far as `DeadLetters` could read them.
+    dead_lettered: int
     index_generation: int
     oldest_pending_age_seconds: float | None
+    last_sync: str | None  # ISO-8601 UTC of the last reconcile (`kb sync` or the schedule)
+
+
+class RecordLike(Protocol):
+    """What classifying needs of a record: a `DocumentRecord`, or a projected `DocumentState`."""
+
+    @property
+    def source_key(self) -> str: ...
+    @property
+    def status(self) -> str: ...
+    @property
+    def source_etag(self) -> str | None: ...
+    @property
+    def source_sequencer(self) -> str | None: ...
+    @property
+    def index_pending_since(self) -> float | None: ...
+    @property
+    def updated_at(self) -> int: ...
+
+
+R = TypeVar("R", bound=RecordLike)
+
+
+@dataclass(frozen=True)
+class DeadLetters:
+    """The KB's messages found in the dead-letter queues."""
+
+    count: int = 0
+    source_keys: frozenset[str] = frozenset()
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One object (or document stored directly) as classified, with the record that decided it."""
+
+    source_key: str
+    status: ListingStatus
+    record: RecordLike | None
+    listed: ListedObject | None
+    reason: str | None = None
+    # When the change still waiting began (for `oldest_pending_age_seconds`).
+    pending_since: float | None = None
+    # The record is about this object (version): its status, title and revision are the entry's.
+    by_record: bool = False
+
+
+@dataclass
+class Classification:
+    entries: list[Entry] = field(default_factory=list)
+    # Records whose object is gone, or whose delete is not yet published.
+    deletes_pending: list[RecordLike] = field(default_factory=list)
 
 
 def iso_utc(epoch_seconds: float) -> str:
     return datetime.fromtimestamp(epoch_seconds, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-def listing_status(record: DocumentRecord) -> ListingStatus | None:
+def listing_status(record: RecordLike) -> Literal["ready", "pending", "failed"] | None:
     """The record as a user sees it; None for a tombstone whose delete is already published."""
     if record.status == "failed":
         return "failed"
@@ -60,15 +147,109 @@ def listing_status(record: DocumentRecord) -> ListingStatus | None:
     return "pending"  # stored but not yet indexed, or a new document whose body is being stored
 
 
-def _listing(record: DocumentRecord, status: ListingStatus) -> DocumentListing:
-    return DocumentListing(
-        source_key=record.source_key,
-        title=record.title,
-        revision=record.revision or None,
-        status=status,
-        reason=record.error_reason if status == "failed" else None,
-        updated_at=iso_utc(record.updated_at),
-    )
+def source_key_of(kb_id: str, object_key: str) -> str | None:
+    """The document an object of the bucket is (None: not under the KB, or a folder placeholder)."""
+    prefix = f"{kb_id}/"
+    if not object_key.startswith(prefix):
+        return None
+    source_key = object_key[len(prefix) :]
+    return source_key if source_key and not source_key.endswith("/") else None
+
+
+def matches(record: RecordLike, listed: ListedObject) -> bool:
+    """Whether the record is about this version of the object. A record that knows no ETag (written
+    before records carried one, or directly) is taken at its word; the reconciler sends it again
+    once, so that it learns the ETag."""
+    return record.status != "deleted" and (record.source_etag is None or record.source_etag == listed.etag)
+
+
+def _pending_since(record: RecordLike) -> float:
+    return record.index_pending_since if record.index_pending_since is not None else float(record.updated_at)
+
+
+def _by_record(record: RecordLike, listed: ListedObject | None) -> Entry | None:
+    status = listing_status(record)
+    if status is None or record.status == "deleted":
+        return None
+    since = _pending_since(record) if status == "pending" else None
+    return Entry(record.source_key, status, record, listed, pending_since=since, by_record=True)
+
+
+def classify(
+    kb_id: str,
+    objects: Iterable[ListedObject] | None,
+    records: Iterable[RecordLike],
+    *,
+    now: float,
+    grace: float = GRACE_SECONDS,
+    dead_letters: DeadLetters | None = None,
+) -> Classification:
+    """Every object of the KB (`objects`: the bucket listing; None: no bucket, the records only)
+    classified by its record; and the pending deletes."""
+    by_key: dict[str, RecordLike] = {record.source_key: record for record in records}
+    result = Classification()
+    listed: dict[str, ListedObject] = {}
+    if objects is not None:
+        for item in objects:
+            source_key = source_key_of(kb_id, item.key)
+            if source_key is not None:
+                listed[source_key] = item
+    dead_keys = dead_letters.source_keys if dead_letters else frozenset()
+    for source_key, item in listed.items():
+        record = by_key.get(source_key)
+        if record is not None and matches(record, item):
+            entry = _by_record(record, item)
+            if entry is not None:
+                result.entries.append(entry)
+                continue
+        if now - item.last_modified < grace and source_key not in dead_keys:
+            result.entries.append(Entry(source_key, "pending", record, item, pending_since=item.last_modified))
+            continue
+        if source_key in dead_keys:
+            reason = DEAD_LETTERED
+        elif record is not None and record.status != "deleted":
+            reason = REPLACED
+        else:
+            reason = NOT_INGESTED
+        result.entries.append(Entry(source_key, "not_ingested", record, item, reason=reason))
+    for record in by_key.values():
+        if record.source_key in listed:
+            continue
+        if record.status == "deleted":
+            if record.index_pending_since is not None:
+                result.deletes_pending.append(record)
+        elif objects is not None and record.source_sequencer:
+            result.deletes_pending.append(record)  # set from the bucket, and its object is gone
+        else:
+            entry = _by_record(record, None)  # no bucket listing, or stored directly
+            if entry is not None:
+                result.entries.append(entry)
+    result.entries.sort(key=lambda entry: entry.source_key)
+    return result
+
+
+def dead_letters_of(kb_id: str, source_bodies: Iterable[str], index_bodies: Iterable[str]) -> DeadLetters:
+    """The KB's messages among dead-lettered ones: S3 notifications (and reconcile messages) naming
+    a key of the KB, and indexing requests of the KB. Anything unreadable belongs to no KB."""
+    count = 0
+    keys: set[str] = set()
+    for body in source_bodies:
+        try:
+            records = json.loads(body)["Records"]
+            named = [source_key_of(kb_id, unquote_plus(str(r["s3"]["object"]["key"]))) for r in records]
+        except (ValueError, KeyError, TypeError):
+            continue
+        mine = {source_key for source_key in named if source_key is not None}
+        if mine:
+            count += 1
+            keys.update(mine)
+    for body in index_bodies:
+        try:
+            if json.loads(body).get("kb_id") == kb_id:
+                count += 1
+        except (ValueError, AttributeError):
+            continue
+    return DeadLetters(count, frozenset(keys))
 
 
 def _knowledge_base(repositories: Repositories, kb_id: str) -> KnowledgeBaseRecord:
@@ -78,35 +259,97 @@ def _knowledge_base(repositories: Repositories, kb_id: str) -> KnowledgeBaseReco
     return kb
 
 
-def _listings(repositories: Repositories, kb_id: str) -> list[tuple[DocumentRecord, DocumentListing]]:
-    found = []
-    for record in repositories.documents.list(kb_id, with_chunks=False):
-        status = listing_status(record)
-        if status is not None:
-            found.append((record, _listing(record, status)))
-    found.sort(key=lambda pair: pair[1].source_key)
-    return found
+def _listed(sources: SourceObjects | None, kb_id: str) -> list[ListedObject] | None:
+    return None if sources is None else list(sources.list_objects(f"{kb_id}/"))
 
 
-def document_listing(repositories: Repositories, kb_id: str) -> list[DocumentListing]:
-    """Every document of the KB by source key (deleted ones only until their delete is published)."""
+def _listing(entry: Entry) -> DocumentListing:
+    record = entry.record
+    if entry.by_record and isinstance(record, DocumentRecord):
+        return DocumentListing(
+            source_key=record.source_key,
+            title=record.title,
+            revision=record.revision or None,
+            status=entry.status,
+            reason=record.error_reason if entry.status == "failed" else entry.reason,
+            updated_at=iso_utc(record.updated_at),
+        )
+    title = record.title if isinstance(record, DocumentRecord) and record.status != "deleted" else entry.source_key
+    return DocumentListing(
+        source_key=entry.source_key,
+        title=title,
+        revision=None,
+        status=entry.status,
+        reason=entry.reason,
+        updated_at=iso_utc(entry.listed.last_modified if entry.listed else 0),
+    )
+
+
+def _pending_delete(record: DocumentRecord) -> DocumentListing:
+    gone = record.status != "deleted"
+    return DocumentListing(
+        source_key=record.source_key,
+        title=record.title,
+        revision=record.revision or None,
+        status="pending",
+        reason=OBJECT_GONE if gone else None,
+        updated_at=iso_utc(record.updated_at),
+    )
+
+
+def document_listing(
+    repositories: Repositories,
+    kb_id: str,
+    *,
+    sources: SourceObjects | None = None,
+    dead_letters: DeadLetters | None = None,
+    clock: Clock = system_clock,
+    grace: float = GRACE_SECONDS,
+) -> list[DocumentListing]:
+    """Every object of the KB with its document's state (`not_ingested` ones included, with the
+    reason), and the documents whose delete is pending, by source key. Without `sources`, every
+    record (deleted ones only until their delete is published)."""
     _knowledge_base(repositories, kb_id)
-    return [listing for _, listing in _listings(repositories, kb_id)]
+    objects = _listed(sources, kb_id)
+    records = list(repositories.documents.list(kb_id, with_chunks=False))
+    found = classify(kb_id, objects, records, now=clock(), grace=grace, dead_letters=dead_letters)
+    listing = [_listing(entry) for entry in found.entries]
+    listing.extend(_pending_delete(record) for record in found.deletes_pending if isinstance(record, DocumentRecord))
+    return sorted(listing, key=lambda entry: entry.source_key)
 
 
-def kb_status(repositories: Repositories, kb_id: str, clock: Clock = system_clock) -> KbStatus:
+def kb_status(
+    repositories: Repositories,
+    kb_id: str,
+    clock: Clock = system_clock,
+    *,
+    sources: SourceObjects | None = None,
+    dead_letters: DeadLetters | None = None,
+    grace: float = GRACE_SECONDS,
+) -> KbStatus:
+    """The KB's counts: every object classified once (`classify`), so that ready + pending +
+    failed + not_ingested == objects. The records are read with a projection (`states`)."""
     kb = _knowledge_base(repositories, kb_id)
-    listings = _listings(repositories, kb_id)
-    counts = {"ready": 0, "pending": 0, "failed": 0}
-    for _, listing in listings:
-        counts[listing.status] += 1
-    # Every change still waiting for the indexer, including removals of failed or deleted ones.
-    waiting = [r.index_pending_since for r, _ in listings if r.index_pending_since is not None]
+    objects = _listed(sources, kb_id)
+    records = list(repositories.documents.states(kb_id, consistent=True))
+    now = clock()
+    found = classify(kb_id, objects, records, now=now, grace=grace, dead_letters=dead_letters)
+    counts = {"ready": 0, "pending": 0, "failed": 0, "not_ingested": 0}
+    for entry in found.entries:
+        counts[entry.status] += 1
+    # Every change still waiting: objects not yet stored or indexed, and deletes not yet published.
+    waiting = [entry.pending_since for entry in found.entries if entry.pending_since is not None]
+    waiting.extend(r.index_pending_since for r in found.deletes_pending if r.index_pending_since is not None)
     return KbStatus(
         kb_id=kb_id,
+        objects=len(found.entries),
         ready=counts["ready"],
         pending=counts["pending"],
         failed=counts["failed"],
+        not_ingested=counts["not_ingested"],
+        deletes_pending=len(found.deletes_pending),
+        dead_lettered=dead_letters.count if dead_letters else 0,
         index_generation=kb.generation,
-        oldest_pending_age_seconds=round(max(0.0, clock() - min(waiting)), 3) if waiting else None,
+        oldest_pending_age_seconds=round(max(0.0, now - min(waiting)), 3) if waiting else None,
+        last_sync=iso_utc(kb.last_sync) if kb.last_sync is not None else None,
     )

@@ -7,33 +7,23 @@ containers pick up the new value (new containers read it at their first signing 
 
 from __future__ import annotations
 
-import threading
-
 from agent_knowledge.errors import KnowledgeUnavailable
 from agent_knowledge.references.codec import TokenCodec
 from agent_knowledge.repositories import aws
 from agent_knowledge.repositories.secrets import SecretStore
+from agent_knowledge.runtime.per_container import per_container
 from agent_knowledge.settings import get_settings
 
-_lock = threading.Lock()
-_codec: TokenCodec | None = None
 
-
+@per_container
 def default_codec() -> TokenCodec:
-    global _codec
-    if _codec is None:
-        with _lock:
-            if _codec is None:
-                secret = SecretStore(lambda: aws.client("secretsmanager")).read(get_settings().server_token_secret_id)
-                try:
-                    _codec = TokenCodec(secret)
-                except ValueError:
-                    raise KnowledgeUnavailable("the signing key is not usable") from None
-    return _codec
+    secret = SecretStore(lambda: aws.client("secretsmanager")).read(get_settings().server_token_secret_id)
+    try:
+        return TokenCodec(secret)
+    except ValueError:
+        raise KnowledgeUnavailable("the signing key is not usable") from None
 
 
 def reset_codec() -> None:
     """Forget the cached key (tests; a rotation drill)."""
-    global _codec
-    with _lock:
-        _codec = None
+    default_codec.reset()

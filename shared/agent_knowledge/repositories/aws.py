@@ -10,6 +10,8 @@ from __future__ import annotations
 import threading
 from typing import Any
 
+from agent_knowledge.runtime.per_container import on_reset
+
 MAX_ATTEMPTS = 3
 CONNECT_TIMEOUT_SECONDS = 1
 READ_TIMEOUT_SECONDS = 2
@@ -53,3 +55,6 @@ def reset_clients() -> None:
     """Drop cached clients (tests switch between moto and real endpoints); keep the model cache."""
     with _lock:
         _clients.clear()
+
+
+on_reset(reset_clients)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -19,6 +18,7 @@ from agent_knowledge.repositories.documents import DocumentRepository
 from agent_knowledge.repositories.runs import RunRepository
 from agent_knowledge.repositories.sessions import SessionRepository
 from agent_knowledge.repositories.turn_store import TurnRepository
+from agent_knowledge.runtime.per_container import per_container
 from agent_knowledge.settings import Settings, get_settings
 
 
@@ -52,10 +52,10 @@ class Repositories:
         )
 
 
-@functools.cache
+@per_container
 def default_repositories() -> Repositories:
     return Repositories.build(get_settings(), aws.client("dynamodb"), s3=lambda: aws.client("s3"))
 
 
 def reset_repositories() -> None:
-    default_repositories.cache_clear()
+    default_repositories.reset()

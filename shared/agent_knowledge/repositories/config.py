@@ -93,6 +93,11 @@ class KnowledgeBaseRepository(ConfigRepository[KnowledgeBaseRecord]):
     def set_enabled(self, kb_id: str, enabled: bool) -> bool:
         return self._set(kb_id, enabled=enabled)
 
+    def set_last_sync(self, kb_id: str, when: float) -> bool:
+        """Record when the KB was last reconciled with the sources bucket (one attribute; any
+        later value simply wins). False if the KB does not exist."""
+        return self._set(kb_id, last_sync=when)
+
     def publish_index(self, kb_id: str, expected: int, manifests: builtins.list[str]) -> bool:
         """Move the KB's index from generation `expected` to `expected + 1`, whose manifests (newest
         first) are `manifests`; False if the generation is no longer `expected` (another update

@@ -1,5 +1,6 @@
 """The indexing queue (SQS FIFO): one message group per KB, so one indexer works on a KB at a time;
-and the answer both queue consumers give Lambda (partial batch failures)."""
+the source queue, as the reconciler writes to it; the dead-letter queues, as `kb status` counts
+them; and the answer both queue consumers give Lambda (partial batch failures)."""
 
 from __future__ import annotations
 
@@ -52,3 +53,75 @@ class IndexQueue:
                 response = self._client_factory().send_message_batch(QueueUrl=self._queue_url, Entries=entries)
             failed.extend(batch[int(entry["Id"])] for entry in response.get("Failed", []))
         return failed
+
+
+class SourceQueue:
+    """The source queue (standard): S3 sends its notifications here, and the reconciler its
+    reconcile messages (`ingest/source_events.py` `reconcile_notification`)."""
+
+    def __init__(self, sqs: Callable[[], Any], queue_url: str) -> None:
+        self._client_factory = sqs
+        self.queue_url = queue_url
+
+    def send(self, bodies: list[str]) -> list[str]:
+        """Send every body, ten per SendMessageBatch; returns those SQS did not accept."""
+        failed: list[str] = []
+        for start in range(0, len(bodies), MAX_BATCH):
+            batch = bodies[start : start + MAX_BATCH]
+            entries = [{"Id": str(index), "MessageBody": body} for index, body in enumerate(batch)]
+            with storage_errors("the source queue"):
+                response = self._client_factory().send_message_batch(QueueUrl=self.queue_url, Entries=entries)
+            failed.extend(batch[int(entry["Id"])] for entry in response.get("Failed", []))
+        return failed
+
+
+# Counting a dead-letter queue's messages by KB means reading them: SQS has no other way to look
+# inside a queue. Each message received is hidden for this long (so one pass never counts it twice)
+# and made visible again at once when the pass ends; at most this many are read.
+PEEK_VISIBILITY_SECONDS = 30
+MAX_PEEK = 1000
+
+
+class DeadLetterQueue:
+    def __init__(self, sqs: Callable[[], Any], queue_url: str) -> None:
+        self._client_factory = sqs
+        self.queue_url = queue_url
+
+    def peek(self, limit: int = MAX_PEEK) -> list[str]:
+        """The bodies of up to `limit` of the queue's messages, left in the queue: each is received
+        (hidden for `PEEK_VISIBILITY_SECONDS`), then made visible again before this returns. A FIFO
+        queue hands out at most 10 messages of one message group until they are deleted or visible
+        again, so of a FIFO queue at most 10 per group are seen."""
+        client = self._client_factory()
+        with storage_errors("the dead-letter queue"):
+            attributes = client.get_queue_attributes(
+                QueueUrl=self.queue_url, AttributeNames=["ApproximateNumberOfMessages"]
+            )["Attributes"]
+        visible = int(attributes.get("ApproximateNumberOfMessages") or 0)
+        if visible == 0:
+            return []
+        bodies: dict[str, str] = {}
+        handles: list[str] = []
+        try:
+            while len(bodies) < min(limit, visible):
+                with storage_errors("the dead-letter queue"):
+                    messages = client.receive_message(
+                        QueueUrl=self.queue_url,
+                        MaxNumberOfMessages=min(MAX_BATCH, limit - len(bodies)),
+                        VisibilityTimeout=PEEK_VISIBILITY_SECONDS,
+                        WaitTimeSeconds=1,  # long polling: asks every SQS server, not a sample
+                    ).get("Messages", [])
+                if not messages:
+                    break
+                for message in messages:
+                    handles.append(message["ReceiptHandle"])
+                    bodies.setdefault(message["MessageId"], message["Body"])
+        finally:
+            for start in range(0, len(handles), MAX_BATCH):
+                entries = [
+                    {"Id": str(index), "ReceiptHandle": handle, "VisibilityTimeout": 0}
+                    for index, handle in enumerate(handles[start : start + MAX_BATCH])
+                ]
+                with storage_errors("the dead-letter queue"):
+                    client.change_message_visibility_batch(QueueUrl=self.queue_url, Entries=entries)
+        return list(bodies.values())

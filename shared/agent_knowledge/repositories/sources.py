@@ -1,8 +1,9 @@
-"""Objects in the sources bucket: what an operator uploaded, read by the version an event names."""
+"""Objects in the sources bucket: what an operator uploaded, read by the version an event names,
+and listed by KB for the reconciler (`ingest/reconcile.py`) and `kb status`."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -21,6 +22,24 @@ class SourceObject:
     metadata: dict[str, str] = field(default_factory=dict)
     # The object's ETag without quotes: what a bucket listing shows, for reconciliation.
     etag: str | None = None
+
+
+@dataclass(frozen=True)
+class ListedObject:
+    """One object of a bucket listing (ListObjectsV2: the current versions only)."""
+
+    key: str
+    etag: str  # without quotes
+    last_modified: float  # epoch seconds
+    size: int
+
+
+@dataclass(frozen=True)
+class SourceHead:
+    """The key's current object: its version ("null" in an unversioned bucket) and ETag."""
+
+    version_id: str
+    etag: str | None
 
 
 def _gone(exc: ClientError) -> bool:
@@ -58,8 +77,8 @@ class SourceObjects:
         etag = str(response.get("ETag") or "").strip('"') or None
         return SourceObject(body, content_type, response.get("VersionId"), dict(response.get("Metadata") or {}), etag)
 
-    def current_version(self, key: str) -> str | None:
-        """The version id of the key's current object, or None if there is none (deleted)."""
+    def head(self, key: str) -> SourceHead | None:
+        """The key's current object (version id and ETag), or None if there is none (deleted)."""
         try:
             with storage_errors("source storage", passthrough=_gone):
                 response = self._client_factory().head_object(Bucket=self.bucket, Key=key)
@@ -67,4 +86,38 @@ class SourceObjects:
             if _gone(exc):
                 return None
             raise
-        return str(response.get("VersionId") or "null")
+        etag = str(response.get("ETag") or "").strip('"') or None
+        return SourceHead(str(response.get("VersionId") or "null"), etag)
+
+    def list_objects(self, prefix: str) -> Iterator[ListedObject]:
+        """Every current object under `prefix`, in key order: one ListObjectsV2 page (request) per
+        1,000 objects."""
+        request: dict[str, Any] = {"Bucket": self.bucket, "Prefix": prefix}
+        while True:
+            with storage_errors("source storage"):
+                response = self._client_factory().list_objects_v2(**request)
+            for item in response.get("Contents", []):
+                yield ListedObject(
+                    key=str(item["Key"]),
+                    etag=str(item.get("ETag") or "").strip('"'),
+                    last_modified=item["LastModified"].timestamp(),
+                    size=int(item.get("Size") or 0),
+                )
+            token = response.get("NextContinuationToken")
+            if not response.get("IsTruncated") or not token:
+                return
+            request["ContinuationToken"] = token
+
+    def top_level_prefixes(self) -> list[str]:
+        """The first path segment of every key (`<kb_id>` of `<kb_id>/...`): the KBs that have
+        objects. One ListObjectsV2 request per 1,000 of them, whatever the number of objects."""
+        request: dict[str, Any] = {"Bucket": self.bucket, "Delimiter": "/"}
+        found: list[str] = []
+        while True:
+            with storage_errors("source storage"):
+                response = self._client_factory().list_objects_v2(**request)
+            found.extend(str(item["Prefix"]).removesuffix("/") for item in response.get("CommonPrefixes", []))
+            token = response.get("NextContinuationToken")
+            if not response.get("IsTruncated") or not token:
+                return [prefix for prefix in found if prefix]
+            request["ContinuationToken"] = token

@@ -1,24 +1,24 @@
 """What a handler needs from the outside world, injectable for tests, and the container's caches.
 
 Handlers build the defaults once per container, lazily; tests pass their own instance.
-`reset_container_caches()` is the one way to forget everything the layer caches per container.
+`reset_container_caches()` is the one way to forget everything the layer caches per container
+(`runtime/per_container.py`).
 """
 
 from __future__ import annotations
 
-import functools
-import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from agent_knowledge.references.codec import TokenCodec
-from agent_knowledge.references.server_token import default_codec, reset_codec
+from agent_knowledge.references.server_token import default_codec
 from agent_knowledge.repositories import aws
-from agent_knowledge.repositories.bundle import Repositories, default_repositories, reset_repositories
-from agent_knowledge.repositories.queues import IndexQueue
+from agent_knowledge.repositories.bundle import Repositories, default_repositories
+from agent_knowledge.repositories.queues import IndexQueue, SourceQueue
 from agent_knowledge.repositories.sources import SourceObjects
 from agent_knowledge.runtime.clock import Clock, system_clock
-from agent_knowledge.settings import get_settings, reset_settings
+from agent_knowledge.runtime.per_container import per_container, reset_all
+from agent_knowledge.settings import get_settings
 
 
 @dataclass(frozen=True)
@@ -29,22 +29,24 @@ class Dependencies:
     token_codec: Callable[[], TokenCodec] = field(default=default_codec)
 
 
-@functools.cache
+@per_container
 def default_dependencies() -> Dependencies:
     return Dependencies(repositories=default_repositories())
 
 
 @dataclass(frozen=True)
 class PipelineDependencies:
-    """What the ingest and indexer functions need: the stores, the sources bucket, the queue."""
+    """What the ingest, indexer and reconciler functions need: the stores, the sources bucket, the
+    queues (the source queue only the reconciler writes to; None where it is not configured)."""
 
     repositories: Repositories
     sources: SourceObjects
     index_queue: IndexQueue
     clock: Clock = field(default=system_clock)
+    source_queue: SourceQueue | None = None
 
 
-@functools.cache
+@per_container
 def default_pipeline_dependencies() -> PipelineDependencies:
     settings = get_settings()
     settings.require_pipeline()
@@ -52,12 +54,10 @@ def default_pipeline_dependencies() -> PipelineDependencies:
         repositories=default_repositories(),
         sources=SourceObjects(lambda: aws.client("s3"), settings.sources_bucket),
         index_queue=IndexQueue(lambda: aws.client("sqs"), settings.index_queue_url),
+        source_queue=SourceQueue(lambda: aws.client("sqs"), settings.source_queue_url)
+        if settings.source_queue_url
+        else None,
     )
-
-
-def reset_dependencies() -> None:
-    default_dependencies.cache_clear()
-    default_pipeline_dependencies.cache_clear()
 
 
 def create_clients_at_init(*services: str) -> None:
@@ -79,15 +79,7 @@ def reset_container_caches() -> None:
     dependencies, the signing key and opened indexes — as a new container would start.
 
     Tests and benchmarks that start a new moto stack (whose KB generations begin again at 0) must
-    not see the previous one's state.
+    not see the previous one's state. Every such value is registered with `runtime.per_container`
+    by the module that keeps it, so only what was imported (and could have cached) is reset.
     """
-    # Only if retrieval was imported (nothing is cached otherwise): importing it here would load
-    # tantivy into functions that never search.
-    index_cache = sys.modules.get("agent_knowledge.index.reader_cache")
-    if index_cache is not None:
-        index_cache.reset_local_state()
-    reset_codec()
-    reset_settings()
-    aws.reset_clients()
-    reset_repositories()
-    reset_dependencies()
+    reset_all()

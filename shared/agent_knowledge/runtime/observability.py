@@ -16,21 +16,19 @@ import functools
 import json
 import os
 import sys
-import threading
 import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from aws_lambda_powertools import Logger, Metrics
 
+from agent_knowledge.runtime.per_container import per_container
+
 if TYPE_CHECKING:
     from aws_lambda_powertools import Tracer
 
 logger = Logger()
 metrics = Metrics()
-
-_tracer: Tracer | None = None
-_tracer_lock = threading.Lock()
 
 
 def tracing_enabled() -> bool:
@@ -42,16 +40,12 @@ def tracing_enabled() -> bool:
     return "AWS_LAMBDA_FUNCTION_NAME" in os.environ
 
 
+@per_container
 def tracer() -> Tracer:
-    global _tracer
-    if _tracer is None:
-        with _tracer_lock:
-            if _tracer is None:
-                from aws_lambda_powertools import Tracer
+    from aws_lambda_powertools import Tracer
 
-                # Only AWS SDK calls get subsegments; nothing else is patched.
-                _tracer = Tracer(patch_modules=["botocore"])
-    return _tracer
+    # Only AWS SDK calls get subsegments; nothing else is patched.
+    return Tracer(patch_modules=["botocore"])
 
 
 Handler = Callable[..., dict[str, Any]]
@@ -59,14 +53,14 @@ Handler = Callable[..., dict[str, Any]]
 
 def traced(handler: Handler) -> Handler:
     """`tracer.capture_lambda_handler(capture_response=False)`, with the Tracer created lazily —
-    or the handler itself when tracing is off (and no Tracer was installed, as tests do)."""
+    or the handler itself when tracing is off."""
     wrapped: Handler | None = None
 
     @functools.wraps(handler)
     def wrapper(event: dict[str, Any], context: Any, **kwargs: Any) -> dict[str, Any]:
         nonlocal wrapped
         if wrapped is None:
-            if _tracer is None and not tracing_enabled():
+            if not tracing_enabled():
                 wrapped = handler
             else:
                 wrapped = tracer().capture_lambda_handler(handler, capture_response=False)

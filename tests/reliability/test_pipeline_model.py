@@ -1,0 +1,386 @@
+"""Model-based fault test of the ingestion pipeline (issue 23, "Tests"; docs/DESIGN.md §10).
+
+A hypothesis state machine puts, overwrites and deletes a few keys of two KBs in the sources bucket
+(each S3 call emits its event into the source queue, as the bucket's notification does), and runs
+the pipeline's functions batch by batch through the local event source mappings (SQS redelivery
+after a failure, dead-lettering after `maxReceiveCount` receives) with faults injected into the
+functions' own S3, DynamoDB and SQS calls (tests/support/faults.py): refused, applied with the
+answer lost (raised, or retried by botocore), and the container dying right after a call. It may
+also hand the source queue's events over again, out of order and duplicated, and redrive the
+dead-letter queues.
+
+Then, faults off: the dead-letter queues are redriven, the queues drained, one reconcile run (every
+object and every document of each KB, as the reconciler would) and the queues drained again. The
+documents (status, title, revision; the reason of a failed one), their bodies, the search results
+and `kb status` must be those of the same operations without faults (the model: the last content
+put under each key, prepared as the ingest prepares it). Throughout, a message may fail only if
+its own KB's processing met a fault (or the container died): one KB's faults never fail, retry or
+dead-letter another KB's messages.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib
+import itertools
+import json
+import uuid
+from collections.abc import Callable
+from typing import Any
+from urllib.parse import unquote_plus
+
+import hypothesis.strategies as st
+from hypothesis import HealthCheck, event, note, settings
+from hypothesis.stateful import RuleBasedStateMachine, rule, run_state_machine_as_test
+
+from agent_knowledge.ingest import source_events
+from agent_knowledge.ingest.content import prepare_document
+from agent_knowledge.ingest.status import document_listing, kb_status
+from agent_knowledge_dev import event_sources
+from agent_knowledge_dev.admin import create_knowledge_base
+from tests.reliability.slow import scaled
+from tests.support.faults import FAULT_KINDS, ContainerDied, FaultKind, Invocation, PipelineFaults
+from tests.support.pipeline import Pipeline, start_pipeline
+from tests.support.retrieval import search_titles
+
+INGEST, INDEXER = "IngestFunction", "IndexerFunction"
+SOURCE_QUEUES = ("SourceQueue", "SourceDeadLetterQueue")
+INDEX_QUEUES = ("IndexQueue", "IndexDeadLetterQueue")
+KEYS = ("a.md", "notes/b.md", "c.txt")
+WORDS = ("capybara", "pangolin", "ocelot", "marmot")
+EMPTY = ""  # an empty object: the ingest rejects it, the document is failed with this reason
+EMPTY_REASON = "the object is empty"
+# Calls of one invocation a fault may hit: an ingest of one event makes about 6, an index update
+# about 20 (more in a batch of several KBs).
+MAX_FAULTED_CALL = 40
+DRAIN_TIMEOUT_SECONDS = 120.0
+
+_examples = itertools.count(1)
+
+
+def content_of(word: str) -> bytes:
+    if word == EMPTY:
+        return b""
+    return f"# {word.capitalize()} notes\n\nField notes about the {word} and where it lives.\n".encode()
+
+
+@functools.cache
+def prepared(key: str, word: str) -> Any:
+    """What the ingest makes of the object (source_events.SourceIngest._put): no title metadata,
+    the media type from the key, the bytes as they are."""
+    media_type, _ = source_events.media_type_from(key, "binary/octet-stream")
+    return prepare_document(None, content_of(word), media_type, key)
+
+
+def message_kbs(function: str, body: str) -> set[str]:
+    """The KBs one queue message is about."""
+    try:
+        message = json.loads(body)
+        if function == INDEXER:
+            return {str(message["kb_id"])}
+        return {unquote_plus(r["s3"]["object"]["key"]).partition("/")[0] for r in message["Records"]}
+    except (ValueError, KeyError, TypeError, AttributeError):
+        return set()
+
+
+class Functions:
+    """What the event source mappings invoke: the real handlers, each call inside a fault plan."""
+
+    def __init__(self, faults: PipelineFaults, load_handler: Callable[[Any], Any]) -> None:
+        self.faults = faults
+        self._load_handler = load_handler
+        self.plan: dict[int, FaultKind] = {}
+        self.violations: list[str] = []
+
+    def load(self, route: Any) -> Callable[[dict[str, Any], Any], Any]:
+        handler = self._load_handler(route)
+        function = route.function
+
+        def invoke(event: dict[str, Any], context: Any) -> Any:
+            plan, self.plan = self.plan, {}
+            with self.faults.invocation(function, plan) as invocation:
+                try:
+                    response = handler(event, context)
+                except ContainerDied:
+                    self._report(invocation, event, None)
+                    raise RuntimeError(f"{function}: the container died") from None
+                except Exception:
+                    self._report(invocation, event, None)
+                    raise
+            self._report(invocation, event, response)
+            return response
+
+        return invoke
+
+    def _report(self, invocation: Invocation, event: dict[str, Any], response: Any) -> None:
+        records = event["Records"]
+        if response is None:  # the invocation failed: Lambda retries the whole batch
+            failed = {record["messageId"] for record in records}
+        else:
+            failed = {str(item["itemIdentifier"]) for item in response.get("batchItemFailures", [])}
+        faults = ", ".join(str(call) for call in invocation.faults) or "none"
+        note(
+            f"{invocation.function}: {len(records)} message(s), {len(invocation.calls)} call(s), "
+            f"faults: {faults}{'; died' if invocation.crashed else ''}; failed: {len(failed)}"
+        )
+        for call in invocation.faults:
+            event(f"fault: {call.service} {call.fault}")
+        if failed:
+            event(f"{invocation.function}: messages failed")
+        if invocation.crashed:
+            return  # a dead container fails every message of its batch, by design
+        faulted = invocation.faulted_kbs()
+        for record in records:
+            if record["messageId"] not in failed:
+                continue
+            kbs = message_kbs(invocation.function, record["body"])
+            if kbs and not kbs & faulted:
+                self.violations.append(
+                    f"{invocation.function}: a message of {sorted(kbs)} failed, though only "
+                    f"{sorted(faulted) or 'no KB'} met faults ({faults})"
+                )
+
+
+def _guard(method: Callable[..., Any]) -> Callable[..., Any]:
+    """A failed step skips the final comparison (its error is the one to report)."""
+
+    @functools.wraps(method)
+    def guarded(self: PipelineModel, *args: Any, **kwargs: Any) -> Any:
+        try:
+            return method(self, *args, **kwargs)
+        except BaseException:
+            self.failed = True
+            raise
+
+    return guarded
+
+
+fault_plans = st.dictionaries(st.integers(0, MAX_FAULTED_CALL), st.sampled_from(FAULT_KINDS), max_size=3)
+
+
+class PipelineModel(RuleBasedStateMachine):
+    def __init__(self, stack: Any, pipeline: Pipeline, functions: Functions) -> None:
+        super().__init__()
+        self.stack, self.pipeline, self.functions = stack, pipeline, functions
+        example = next(_examples)
+        # Ids that no other text of a request contains (no hex digits but the example's number).
+        self.kbs = (f"kb-{example}-owl", f"kb-{example}-yak")
+        for kb_id in self.kbs:
+            create_knowledge_base(stack.repositories, kb_id)
+        functions.faults.kb_ids = self.kbs
+        functions.violations.clear()
+        for queue in (*SOURCE_QUEUES, *INDEX_QUEUES):  # whatever an earlier failing example left
+            pipeline.take_messages(queue)
+        self.objects: dict[tuple[str, str], str | None] = {}  # the model: last content put, None: deleted
+        self.failed = False
+
+    # -- operations on the sources bucket -------------------------------------------------------
+
+    @rule(kb=st.integers(0, 1), key=st.sampled_from(KEYS), word=st.sampled_from((*WORDS, EMPTY)))
+    @_guard
+    def put(self, kb: int, key: str, word: str) -> None:
+        self.pipeline.put(f"{self.kbs[kb]}/{key}", content_of(word))
+        self.objects[(self.kbs[kb], key)] = word
+
+    @rule(kb=st.integers(0, 1), key=st.sampled_from(KEYS))
+    @_guard
+    def delete(self, kb: int, key: str) -> None:
+        self.pipeline.delete(f"{self.kbs[kb]}/{key}")
+        self.objects[(self.kbs[kb], key)] = None
+
+    # -- the pipeline, with faults ----------------------------------------------------------------
+
+    @rule(steps=st.lists(st.tuples(st.sampled_from((INGEST, INDEXER)), fault_plans), min_size=1, max_size=3))
+    @_guard
+    def deliver(self, steps: list[tuple[str, dict[int, FaultKind]]]) -> None:
+        """One batch of a function per step (Lambda's poller), faults as planned."""
+        runner = self.pipeline.runner
+        for function, plan in steps:
+            self.functions.plan = plan
+            runner.step(runner.mapping(function))
+            self.functions.plan = {}
+        self._check_isolation()
+
+    @rule(data=st.data())
+    @_guard
+    def redeliver_source_events(self, data: st.DataObject) -> None:
+        """SQS delivers at least once, in no particular order: the waiting events again, reordered,
+        some twice."""
+        messages = self.pipeline.take_messages("SourceQueue")
+        if not messages:
+            return
+        order = data.draw(st.permutations(range(len(messages))), label="order")
+        twice = data.draw(st.sets(st.sampled_from(range(len(messages)))), label="twice")
+        for index in order:
+            for _ in range(2 if index in twice else 1):
+                self.pipeline.send("SourceQueue", messages[index]["Body"])
+
+    @rule()
+    @_guard
+    def redrive(self) -> None:
+        """An operator moves the dead-lettered messages back to their queues."""
+        self._redrive()
+
+    # -- after the last step: settle without faults, then compare with the model -----------------
+
+    def teardown(self) -> None:
+        if not self.failed:
+            self._settle()
+            self._compare()
+
+    def _settle(self) -> None:
+        self.functions.plan = {}
+        for queue in ("SourceDeadLetterQueue", "IndexDeadLetterQueue"):
+            if self._queued(queue):
+                event(f"{queue} not empty before the settling")
+        self._redrive()
+        self.pipeline.run(DRAIN_TIMEOUT_SECONDS)
+        self._reconcile()
+        self.pipeline.run(DRAIN_TIMEOUT_SECONDS)
+        self._check_isolation()
+        dead = {
+            queue: len(self.pipeline.take_messages(queue))
+            for queue in ("SourceDeadLetterQueue", "IndexDeadLetterQueue")
+        }
+        assert dead == {"SourceDeadLetterQueue": 0, "IndexDeadLetterQueue": 0}, f"dead-lettered without faults: {dead}"
+
+    def _reconcile(self) -> None:
+        """One full reconcile: every object key and every document key of each KB is sent to the
+        source queue, with the document record's sequencer (source_events.reconcile_notification)."""
+        notification = getattr(source_events, "reconcile_notification", None)
+        if notification is None:
+            note("no reconcile in this version of the pipeline")
+            return
+        bucket, repositories = self.pipeline.bucket, self.stack.repositories
+        for kb_id in self.kbs:
+            sequencers: dict[str, str] = {}
+            listing = self.pipeline.s3.list_objects_v2(Bucket=bucket, Prefix=f"{kb_id}/")
+            for item in listing.get("Contents", []):
+                sequencers[item["Key"]] = "0"
+            for record in repositories.documents.list(kb_id, with_chunks=False):
+                sequencers[f"{kb_id}/{record.source_key}"] = record.source_sequencer or "0"
+            if sequencers:
+                self.pipeline.send("SourceQueue", notification(bucket, sorted(sequencers.items())))
+
+    def _compare(self) -> None:
+        repositories = self.stack.repositories
+        for kb_id in self.kbs:
+            expected, actual = self._expected_listing(kb_id), {}
+            for document in document_listing(repositories, kb_id):
+                if document.status == "failed":  # a failed document keeps what it showed before
+                    actual[document.source_key] = (document.status, document.reason)
+                else:
+                    actual[document.source_key] = (document.status, document.title, document.revision)
+            assert actual == expected, f"documents of {kb_id}"
+            for record in repositories.documents.list(kb_id):
+                if record.status != "ready":
+                    continue
+                word = self.objects.get((kb_id, record.source_key))
+                assert word, f"{kb_id}/{record.source_key} is ready, but the model has no content for it"
+                assert repositories.bodies.exists(record.body_key, record.body_etag or None), (
+                    f"the body of {kb_id}/{record.source_key} is missing"
+                )
+                body = repositories.bodies.read(record.body_key)
+                assert body == prepared(record.source_key, word).body_bytes, f"the body of {kb_id}/{record.source_key}"
+            for word in WORDS:
+                titles = sorted(prepared(key, word).title for key in KEYS if self.objects.get((kb_id, key)) == word)
+                assert sorted(search_titles(self.stack, [kb_id], word, max_docs=5)) == titles, (
+                    f"search {word!r} in {kb_id}"
+                )
+            self._compare_status(kb_id, expected)
+
+    def _expected_listing(self, kb_id: str) -> dict[str, tuple[str | None, ...]]:
+        expected: dict[str, tuple[str | None, ...]] = {}
+        for key in KEYS:
+            word = self.objects.get((kb_id, key))
+            if word is None:
+                continue
+            if word == EMPTY:
+                expected[key] = ("failed", EMPTY_REASON)
+            else:
+                document = prepared(key, word)
+                expected[key] = ("ready", document.title, document.revision)
+        return expected
+
+    def _compare_status(self, kb_id: str, expected: dict[str, tuple[str | None, ...]]) -> None:
+        status = kb_status(self.stack.repositories, kb_id).model_dump()
+        ready = sum(1 for value in expected.values() if value[0] == "ready")
+        wanted: dict[str, Any] = {
+            "ready": ready,
+            "pending": 0,
+            "failed": len(expected) - ready,
+            "oldest_pending_age_seconds": None,
+        }
+        # The fields issue 23 adds, where this version has them.
+        optional = {"objects": len(expected), "not_ingested": 0, "dead_lettered": 0}
+        wanted.update({name: value for name, value in optional.items() if name in status})
+        assert {name: status.get(name) for name in wanted} == wanted, f"kb status of {kb_id}: {status}"
+
+    # -- helpers ----------------------------------------------------------------------------------
+
+    def _redrive(self) -> None:
+        sqs = self.pipeline.sqs
+        for message in self.pipeline.take_messages("SourceDeadLetterQueue"):
+            self.pipeline.send("SourceQueue", message["Body"])
+        url, target = self.pipeline.queue_url("IndexDeadLetterQueue"), self.pipeline.queue_url("IndexQueue")
+        while True:
+            received = sqs.receive_message(
+                QueueUrl=url, MaxNumberOfMessages=10, MessageSystemAttributeNames=["MessageGroupId"]
+            ).get("Messages", [])
+            if not received:
+                return
+            for message in received:
+                sqs.delete_message(QueueUrl=url, ReceiptHandle=message["ReceiptHandle"])
+                sqs.send_message(
+                    QueueUrl=target,
+                    MessageBody=message["Body"],
+                    MessageGroupId=message["Attributes"]["MessageGroupId"],
+                    MessageDeduplicationId=uuid.uuid4().hex,  # a redrive is a new send
+                )
+
+    def _queued(self, queue: str) -> int:
+        attributes = self.pipeline.sqs.get_queue_attributes(
+            QueueUrl=self.pipeline.queue_url(queue),
+            AttributeNames=["ApproximateNumberOfMessages", "ApproximateNumberOfMessagesNotVisible"],
+        )["Attributes"]
+        return int(attributes["ApproximateNumberOfMessages"]) + int(attributes["ApproximateNumberOfMessagesNotVisible"])
+
+    def _check_isolation(self) -> None:
+        violations = list(self.functions.violations)
+        self.functions.violations.clear()
+        assert not violations, "\n".join(violations)
+
+
+def _one_at_a_time(monkeypatch: Any) -> None:
+    """The indexer's thread pools run one task at a time, so its calls are made (and counted, and
+    faulted) in the same order on every run of an example."""
+    for module, name in [
+        ("agent_knowledge.index.publish", "CLEARERS"),
+        ("agent_knowledge.index.chunk_loader", "BODY_READERS"),
+        ("agent_knowledge.ingest.indexing", "CLEARERS"),  # c8558c9
+        ("agent_knowledge.ingest.index_chunks", "BODY_READERS"),  # c8558c9
+    ]:
+        try:
+            found = importlib.import_module(module)
+        except ImportError:
+            continue
+        monkeypatch.setattr(found, name, 1)
+
+
+def test_the_pipeline_converges_to_the_fault_free_outcome(stack, monkeypatch):
+    faults = PipelineFaults()
+    functions = Functions(faults, event_sources.load_handler)
+    monkeypatch.setattr(event_sources, "load_handler", functions.load)
+    _one_at_a_time(monkeypatch)
+    pipeline = start_pipeline(stack.environment)
+    with faults.installed():
+        run_state_machine_as_test(
+            lambda: PipelineModel(stack, pipeline, functions),
+            settings=settings(
+                max_examples=scaled(12, 300),
+                stateful_step_count=10,
+                deadline=None,
+                database=None,
+                suppress_health_check=list(HealthCheck),
+            ),
+        )

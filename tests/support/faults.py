@@ -1,0 +1,149 @@
+"""Faults on the AWS calls a pipeline function makes, for the model-based fault test
+(tests/reliability/test_pipeline_model.py).
+
+Faults are injected at the botocore client's `_make_api_call`, that is after botocore's own retries
+and only while a function invocation is running (`PipelineFaults.invocation`): the test's setup and
+its oracle, and Lambda's poller (receive, delete, change visibility), are never faulted. Each
+invocation gets a plan: the index of a call within the invocation (0, 1, ...) → what happens to it.
+
+- `refused`: the call never reaches AWS; a 500/503 `ClientError` (what botocore raises once its
+  retries are spent).
+- `lost`: AWS applies the call, its answer is lost; a 500/503 `ClientError`.
+- `lost-retried`: AWS applies the call, its answer is lost and botocore sends it again; the
+  second answer is returned (a conditional write then meets its own first write).
+- `crash`: AWS applies the call, then the function's container dies: `ContainerDied`, a
+  `BaseException`, so no `except Exception` of the function sees it (nor any later AWS call of
+  the invocation: each raises `ContainerDied` again), and Lambda fails the whole batch.
+
+Calls are counted in the order they are made; the function's thread pools must run one task at a
+time (the test sets their sizes to 1) so that the count, and a failing plan, replay exactly.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+import botocore.client
+from botocore.exceptions import ClientError
+
+FaultKind = Literal["refused", "lost", "lost-retried", "crash"]
+FAULT_KINDS: tuple[FaultKind, ...] = ("refused", "lost", "lost-retried", "crash")
+SERVICES = frozenset({"s3", "dynamodb", "sqs"})
+
+# What each service answers when it fails on its side (all of them retryable by botocore).
+_SERVER_ERRORS = {
+    "s3": ("InternalError", 500),
+    "dynamodb": ("InternalServerError", 500),
+    "sqs": ("ServiceUnavailable", 503),
+}
+
+
+class ContainerDied(BaseException):  # noqa: N818 - not an error the function could handle
+    """The function's container died during the invocation (not an `Exception`: nothing catches it)."""
+
+
+def server_error(service: str, operation: str) -> ClientError:
+    code, status = _SERVER_ERRORS[service]
+    response = {"Error": {"Code": code, "Message": "injected fault"}, "ResponseMetadata": {"HTTPStatusCode": status}}
+    return ClientError(response, operation)  # type: ignore[arg-type]
+
+
+@dataclass(frozen=True)
+class Call:
+    index: int
+    service: str
+    operation: str
+    kbs: frozenset[str]  # the KBs the call is about (every KB of the test if none is named)
+    fault: FaultKind | None
+
+    def __str__(self) -> str:
+        return f"#{self.index} {self.service}.{self.operation}{f' [{self.fault}]' if self.fault else ''}"
+
+
+@dataclass
+class Invocation:
+    function: str
+    plan: dict[int, FaultKind]
+    calls: list[Call] = field(default_factory=list)
+    crashed: bool = False
+
+    @property
+    def faults(self) -> list[Call]:
+        return [call for call in self.calls if call.fault is not None]
+
+    def faulted_kbs(self) -> set[str]:
+        return {kb for call in self.faults for kb in call.kbs}
+
+
+class PipelineFaults:
+    """Installed around a test (`installed()`); faults apply inside `invocation()` only."""
+
+    def __init__(self) -> None:
+        self.kb_ids: Sequence[str] = ()
+        self.current: Invocation | None = None
+        self.history: list[Invocation] = []
+        self._lock = threading.Lock()
+
+    @contextmanager
+    def installed(self) -> Iterator[PipelineFaults]:
+        original = botocore.client.BaseClient._make_api_call
+
+        def patched(client: Any, operation_name: str, api_params: dict[str, Any]) -> Any:
+            return self._call(client, original, operation_name, api_params)
+
+        botocore.client.BaseClient._make_api_call = patched  # type: ignore[method-assign]
+        try:
+            yield self
+        finally:
+            botocore.client.BaseClient._make_api_call = original  # type: ignore[method-assign]
+
+    @contextmanager
+    def invocation(self, function: str, plan: dict[int, FaultKind]) -> Iterator[Invocation]:
+        invocation = Invocation(function, dict(plan))
+        self.current = invocation
+        try:
+            yield invocation
+        finally:
+            self.current = None
+            self.history.append(invocation)
+
+    def _kbs(self, api_params: dict[str, Any]) -> frozenset[str]:
+        text = json.dumps(api_params, default=str)
+        named = frozenset(kb for kb in self.kb_ids if kb in text)
+        return named or frozenset(self.kb_ids)
+
+    def _call(self, client: Any, original: Callable[..., Any], operation_name: str, api_params: dict[str, Any]) -> Any:
+        invocation = self.current
+        service = client.meta.service_model.service_name
+        if invocation is None or service not in SERVICES:
+            return original(client, operation_name, api_params)
+        with self._lock:
+            if invocation.crashed:  # nothing more leaves a dead container
+                raise ContainerDied(f"{service}.{operation_name} after the crash")
+            index = len(invocation.calls)
+            fault = invocation.plan.get(index)
+            invocation.calls.append(Call(index, service, operation_name, self._kbs(api_params), fault))
+        if fault is None:
+            return original(client, operation_name, api_params)
+        if fault == "refused":
+            raise server_error(service, operation_name)
+        if fault == "lost-retried":
+            try:
+                original(client, operation_name, api_params)
+            except ClientError:
+                pass  # whatever it answered is lost too
+            return original(client, operation_name, api_params)
+        try:
+            original(client, operation_name, api_params)
+        except ClientError:
+            pass
+        if fault == "lost":
+            raise server_error(service, operation_name)
+        with self._lock:
+            invocation.crashed = True
+        raise ContainerDied(f"after {service}.{operation_name}")
