@@ -1,7 +1,7 @@
 """A folder of documents: which files are in it, and reading one without leaving the folder.
 
-Source key = the path relative to the folder (with `/`). Every .md/.markdown/.txt/.html/.htm file
-counts; hidden files and folders (.git, .DS_Store) and other extensions are left out silently.
+Source key = the path relative to the folder (with `/`). Every .md/.markdown/.txt/.html/.htm/
+.pdf/.docx/.pptx file counts; hidden files and folders (.git, .DS_Store) and other extensions are left out silently.
 Symbolic links are never followed, neither to files nor to folders: a link to `/etc/passwd`
 dropped into a docs folder must not end up in front of agents. They, and anything else that is
 not a regular file (FIFOs, devices, sockets — reading a FIFO would block forever) or cannot be
@@ -24,11 +24,13 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from agent_knowledge.errors import AgentKnowledgeError
+from agent_knowledge.ingest.binary_formats import BINARY_MEDIA_TYPES, MAX_BINARY_SOURCE_BYTES
 from agent_knowledge.ingest.content import MAX_BODY_BYTES
 from agent_knowledge.ingest.source_files import media_type_of
 
 DEFAULT_WORKERS = 4
-# Files larger than this are refused before reading (the ingest refuses the body anyway).
+# Files larger than this are refused before reading (the ingest refuses the body anyway); PDF,
+# DOCX and PPTX files may be as large as the ingest takes them (`MAX_BINARY_SOURCE_BYTES`).
 MAX_FILE_BYTES = MAX_BODY_BYTES * 4
 SYMLINK = "symbolic link (not followed)"
 
@@ -94,7 +96,9 @@ def _walk(directory: Path, prefix: str, folder: Folder) -> None:
 
 
 def read_source(path: Path) -> bytes:
-    """The file's bytes; refuses a link, a non-regular file or one larger than `MAX_FILE_BYTES`."""
+    """The file's bytes; refuses a link, a non-regular file or one larger than `MAX_FILE_BYTES`
+    (`MAX_BINARY_SOURCE_BYTES` for a PDF, DOCX or PPTX file)."""
+    limit = MAX_BINARY_SOURCE_BYTES if media_type_of(path.name) in BINARY_MEDIA_TYPES else MAX_FILE_BYTES
     try:
         descriptor = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
     except OSError as exc:
@@ -105,9 +109,9 @@ def read_source(path: Path) -> bytes:
         status = os.fstat(handle.fileno())
         if not stat.S_ISREG(status.st_mode):
             raise UnreadableSource("not a regular file")
-        if status.st_size > MAX_FILE_BYTES:
-            raise UnreadableSource(f"file is larger than {MAX_FILE_BYTES} bytes")
-        return handle.read(MAX_FILE_BYTES + 1)
+        if status.st_size > limit:
+            raise UnreadableSource(f"file is larger than {limit} bytes")
+        return handle.read(limit + 1)
 
 
 @dataclass

@@ -10,7 +10,8 @@ from __future__ import annotations
 import logging
 import sys
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from agent_knowledge_dev.console import CliError
@@ -67,6 +68,38 @@ def function_logs_to_stderr() -> None:
             handler.setStream(sys.stderr)
 
 
+_warm: set[str] = set()
+_warm_lock = threading.Lock()
+
+
+@contextmanager
+def invocation_log_keys(context: LambdaContext) -> Iterator[None]:
+    """The Lambda context's keys on this thread's log lines for one invocation.
+
+    Powertools keeps them (function name, ARN, memory, request id, cold start) on the one logger
+    of the process, which is right on Lambda: a process runs one function, one event at a time.
+    Locally every function runs in one process, on threads, and a line the indexer logged named
+    whichever function had been invoked last (`SearchFunction`). Powertools' thread-local keys
+    override the shared ones, so they are set here for the thread, around the handler."""
+    from agent_knowledge.runtime.observability import logger
+
+    with _warm_lock:
+        cold = context.function_name not in _warm
+        _warm.add(context.function_name)
+    keys = {
+        "cold_start": cold,
+        "function_name": context.function_name,
+        "function_memory_size": context.memory_limit_in_mb,
+        "function_arn": context.invoked_function_arn,
+        "function_request_id": context.aws_request_id,
+    }
+    logger.thread_safe_append_keys(**keys)
+    try:
+        yield
+    finally:
+        logger.thread_safe_remove_keys(keys)
+
+
 class FunctionInvoker:
     """Calls handlers one event at a time per function (one warm container each)."""
 
@@ -80,5 +113,6 @@ class FunctionInvoker:
 
     def __call__(self, route: FunctionRoute, event: dict[str, Any], request_id: str) -> dict[str, Any]:
         handler = load_handler(route)
-        with self._lock(route.function):
-            return handler(event, LambdaContext.for_function(route.function, request_id))
+        context = LambdaContext.for_function(route.function, request_id)
+        with self._lock(route.function), invocation_log_keys(context):
+            return handler(event, context)

@@ -13,6 +13,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
+from agent_knowledge.errors import DocumentRejected
 from agent_knowledge.ingest.source_files import title_from_metadata, title_metadata
 from agent_knowledge.repositories.aws_errors import is_missing_object, storage_errors
 
@@ -26,6 +27,7 @@ class SourceObject:
     source_key: str
     etag: str  # without quotes
     title: str | None = None  # from the object's metadata (HEAD only)
+    version_id: str | None = None  # HEAD and upload only; None in an unversioned bucket
 
 
 def content_etag(content: bytes) -> str:
@@ -66,9 +68,19 @@ class SourcesBucket:
                 response = self._s3.head_object(Bucket=self.bucket, Key=self.key(kb_id, source_key))
         except self._s3.exceptions.ClientError:  # only a missing object passes through
             return None
-        return SourceObject(source_key, response["ETag"].strip('"'), title_from_metadata(response.get("Metadata", {})))
+        try:
+            title = title_from_metadata(response.get("Metadata", {}))
+        except DocumentRejected:  # unreadable: its ingest failed, so the file is sent again anyway
+            title = None
+        return SourceObject(source_key, response["ETag"].strip('"'), title, response.get("VersionId") or None)
 
     def put(self, kb_id: str, source_key: str, content: bytes, media_type: str, title: str | None = None) -> str:
+        return self.upload(kb_id, source_key, content, media_type, title).etag
+
+    def upload(
+        self, kb_id: str, source_key: str, content: bytes, media_type: str, title: str | None = None
+    ) -> SourceObject:
+        """Put the object; the version it became (`doc put --wait` follows that version)."""
         with storage_errors(STORE):
             response = self._s3.put_object(
                 Bucket=self.bucket,
@@ -77,7 +89,7 @@ class SourcesBucket:
                 ContentType=media_type,
                 Metadata=title_metadata(title) if title else {},
             )
-        return str(response["ETag"]).strip('"')
+        return SourceObject(source_key, str(response["ETag"]).strip('"'), title, response.get("VersionId") or None)
 
     def delete(self, kb_id: str, source_key: str) -> None:
         with storage_errors(STORE):

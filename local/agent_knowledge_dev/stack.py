@@ -102,9 +102,13 @@ def create_stack(client: Callable[[str], Any], server_token: str | None = None) 
 
     `client(service)` returns a boto3 client pointed at the moto backend.
     """
-    from agent_knowledge_dev import moto_threads
+    from agent_knowledge_dev import moto_scaling, moto_sqs, moto_threads
 
-    moto_threads.install()  # for a moto backend in this process (tests, `serve`)
+    # For a moto backend in this process (tests, `serve`): safe for concurrent requests, and no
+    # work per request that grows with the queue, the table or the bucket.
+    moto_threads.install()
+    moto_sqs.install()
+    moto_scaling.install()
     dynamodb = client("dynamodb")
     s3 = client("s3")
     secretsmanager = client("secretsmanager")

@@ -5,6 +5,11 @@ carries (computed locally with the same code the ingest function runs), or `fail
 upload (that revision, or a failure recorded after the upload began). A deleted document has
 landed when it is gone from the listing (its removal is in a published index generation). The
 wait is bounded; whatever has not landed by then is reported as pending.
+
+One file (`doc put --file --wait`) is followed by the object version its upload made instead
+(`wait_for_version`): it has landed when the record set from that version is ready or failed, and
+it is `superseded` as soon as the key's current object is another version (a newer put, or a
+delete) — a version that will never be ingested is not waited for.
 """
 
 from __future__ import annotations
@@ -12,9 +17,13 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
-from agent_knowledge.ingest.status import DocumentListing, document_listing, iso_utc
+from agent_knowledge.errors import KnowledgeUnavailable
+from agent_knowledge.ingest.status import DocumentListing, document_listing, iso_utc, listing_status
+from agent_knowledge.records import DocumentRecord
+from agent_knowledge.repositories.documents import document_id
+from agent_knowledge_dev.sources import SourceObject, SourcesBucket
 
 DEFAULT_TIMEOUT_SECONDS = 300.0
 _FIRST_POLL_SECONDS = 0.1
@@ -86,3 +95,88 @@ def wait_for_changes(
     result.removed.sort()
     result.seconds = time.perf_counter() - began
     return result
+
+
+# --- one upload, followed by its object version (`doc put --file --wait`) -------------------------
+
+VersionState = Literal["ready", "failed", "superseded", "pending"]
+
+
+@dataclass(frozen=True)
+class VersionWait:
+    """How the version an upload made ended: `ready` or `failed` (the record is about that
+    version), `superseded` (the key's current object is another version, or none: a newer put or
+    a delete replaced it before it landed) or `pending` (none of these before the deadline)."""
+
+    state: VersionState
+    record: DocumentRecord | None  # the key's record as last read (any version), if any
+    current: SourceObject | None = None  # superseded: the key's object now (None: deleted)
+
+
+def is_about(record: DocumentRecord, uploaded: SourceObject, since: float) -> bool:
+    """Whether the record was set from the uploaded object version. Without a version id (an
+    unversioned bucket) the ETag says it, for a record written since the upload began."""
+    if uploaded.version_id is not None:
+        return record.source_version_id == uploaded.version_id
+    return record.source_etag == uploaded.etag and record.updated_at >= int(since - _CLOCK_SLACK_SECONDS)
+
+
+def _still_current(current: SourceObject | None, uploaded: SourceObject) -> bool:
+    if current is None:
+        return False
+    if uploaded.version_id is not None:
+        return current.version_id == uploaded.version_id
+    # Unversioned: the same bytes and title again are the same document (and revision) anyway.
+    return current.etag == uploaded.etag and current.title == uploaded.title
+
+
+def wait_for_version(
+    repositories: Any,
+    bucket: SourcesBucket,
+    kb_id: str,
+    uploaded: SourceObject,
+    *,
+    since: float,
+    deadline: float,
+    clock: Callable[[], float] = time.monotonic,
+    sleep: Callable[[float], None] = time.sleep,
+) -> VersionWait:
+    """Poll the key's record until it is about `uploaded` (the object `SourcesBucket.upload`
+    made; `since`: when the upload began, epoch seconds) and settled, or the key's current object
+    is another version. `deadline` is on `clock`. Each poll reads the record, and the key's HEAD
+    only while the record is about another version; a read that fails is retried at the next poll."""
+    doc_id = document_id(uploaded.source_key)
+    record: DocumentRecord | None = None
+    pause = _FIRST_POLL_SECONDS
+    while True:
+        try:
+            record = repositories.documents.get(kb_id, doc_id)
+            if record is not None and is_about(record, uploaded, since):
+                settled = listing_status(record)
+                if settled in {"ready", "failed"}:
+                    return VersionWait("ready" if settled == "ready" else "failed", record)
+            else:
+                current = bucket.head(kb_id, uploaded.source_key)
+                if not _still_current(current, uploaded):
+                    return VersionWait("superseded", record, current)
+        except KnowledgeUnavailable:
+            pass  # storage failed this time: ask again at the next poll, until the deadline
+        if clock() >= deadline:
+            return VersionWait("pending", record)
+        sleep(min(pause, max(0.0, deadline - clock())))
+        pause = min(pause * 2, _MAX_POLL_SECONDS)
+
+
+def version_listing(record: DocumentRecord | None) -> DocumentListing | None:
+    """The record as `doc list` shows it (None: no record, or a tombstone)."""
+    status = None if record is None or record.status == "deleted" else listing_status(record)
+    if record is None or status is None:
+        return None
+    return DocumentListing(
+        source_key=record.source_key,
+        title=record.title,
+        revision=record.revision or None,
+        status=status,
+        reason=record.error_reason if status == "failed" else None,
+        updated_at=iso_utc(record.updated_at),
+    )

@@ -7,6 +7,7 @@ import json
 import os
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -88,6 +89,7 @@ def test_workspace_setup_and_session_lifecycle(run):
         "enabled": True,
         "generation": 0,
         "index_manifests": [],
+        "last_sync": None,
     }
     route = run(
         "route", "put", "hr", "--kb", "policies", DEMO_KB, "--top-k", "5", "--min-score", "0.5", "--max-docs", "2"
@@ -186,10 +188,10 @@ def test_bad_json_event_file_is_reported(run, tmp_path):
 
 
 def test_doc_put_of_an_unsupported_file_type(run, tmp_path):
-    pdf = tmp_path / "a.pdf"
-    pdf.write_bytes(b"%PDF")
-    result = run("doc", "put", DEMO_KB, "a.pdf", "--file", str(pdf))
-    assert result.status == 1 and "only .md, .markdown, .txt, .html and .htm" in result.stderr
+    odt = tmp_path / "a.odt"
+    odt.write_bytes(b"PK")
+    result = run("doc", "put", DEMO_KB, "a.odt", "--file", str(odt))
+    assert result.status == 1 and "only .md, .markdown, .txt, .html, .htm, .pdf, .docx, .pptx files" in result.stderr
 
 
 def test_aws_target_needs_a_stack(run):
@@ -447,12 +449,12 @@ def test_a_folder_upload_sends_only_changes_and_prunes_files_that_are_gone(run, 
     (folder / "change.md").write_text("# Change\n\nSecond version.\n", encoding="utf-8")
     (folder / "gone.md").unlink()
     # An object whose local file exists but is not a document (left out of the walk) is not pruned.
-    (folder / "notes.pdf").write_bytes(b"%PDF")
-    aws.client("s3").put_object(Bucket=_sources_bucket(), Key="sync/notes.pdf", Body=b"%PDF")
+    (folder / "notes.odt").write_bytes(b"PK")
+    aws.client("s3").put_object(Bucket=_sources_bucket(), Key="sync/notes.odt", Body=b"PK")
     second = run("doc", "put", "sync", "--dir", str(folder), "--prune").json()
     assert (second["created"], second["updated"], second["skipped"], second["deleted"]) == (0, 1, 1, 1)
     objects = _objects("sync")
-    assert sorted(objects) == ["change.md", "keep.md", "notes.pdf"]
+    assert sorted(objects) == ["change.md", "keep.md", "notes.odt"]
     assert b"Second version." in objects["change.md"]
 
 
@@ -488,7 +490,8 @@ def test_one_file_with_a_title_travels_as_object_metadata(run, tmp_path):
     assert put["document"]["title"] == "Congé parental" and put["document"]["status"] == "pending"
     head = aws.client("s3").head_object(Bucket=_sources_bucket(), Key="single/guides/leave.md")
     assert head["ContentType"] == "text/markdown"
-    assert head["Metadata"] == {"title": "Cong%C3%A9 parental"}
+    # base64url of the title's UTF-8: read back exactly (test_cli_titles_wait.py)
+    assert head["Metadata"] == {"title-base64url": "Q29uZ8OpIHBhcmVudGFs"}
 
 
 @pytest.mark.parametrize(
@@ -560,6 +563,115 @@ def test_deleting_a_document_deletes_its_object(run, tmp_path):
     assert _objects("objects") == {}
 
 
+# --- reconciliation: kb sync, and kb status / doc list from the bucket (issue 23, finding 4) ----------
+
+
+@contextmanager
+def _events_lost() -> Iterator[None]:
+    """Objects put meanwhile send no event at all (the notification configuration is off)."""
+    s3, bucket = aws.client("s3"), _sources_bucket()
+    saved = s3.get_bucket_notification_configuration(Bucket=bucket)
+    saved.pop("ResponseMetadata", None)
+    s3.put_bucket_notification_configuration(Bucket=bucket, NotificationConfiguration={})
+    try:
+        yield
+    finally:
+        s3.put_bucket_notification_configuration(Bucket=bucket, NotificationConfiguration=saved)
+
+
+def _adds_up(status: dict[str, Any]) -> bool:
+    return status["ready"] + status["pending"] + status["failed"] + status["not_ingested"] == status["objects"]
+
+
+def test_objects_put_straight_into_the_bucket_with_their_events_lost_are_ready_after_kb_sync_wait(run):
+    """The outside reviewers' check: the bucket is the truth, whatever happened to its events."""
+    run("kb", "create", "lost")
+    s3 = aws.client("s3")
+    with _events_lost():
+        for number in range(5):
+            body = f"# Lost note {number}\n\nThe mislaid marmoset number {number}.\n".encode()
+            s3.put_object(Bucket=_sources_bucket(), Key=f"lost/notes/{number}.md", Body=body)
+        s3.put_object(Bucket=_sources_bucket(), Key="lost/broken.txt", Body="café".encode("latin-1"))
+    before = run("kb", "status", "lost").json()
+    assert (before["objects"], before["ready"], before["pending"]) == (6, 0, 6) and _adds_up(before)
+    assert before["dead_lettered"] == 0 and before["last_sync"] is None
+    assert {entry["status"] for entry in run("doc", "list", "lost").json()} == {"pending"}
+
+    synced = run("kb", "sync", "lost", "--wait", "--timeout", "120")
+    assert synced.status == 0, synced.stderr
+    result = synced.json()
+    assert (result["kb_id"], result["objects"], result["documents"]) == ("lost", 6, 0)
+    assert (result["requeued"], result["missing"], result["orphaned"]) == (6, 6, 0)
+    final = result["status"]
+    assert (final["objects"], final["ready"], final["failed"], final["pending"], final["not_ingested"]) == (
+        6, 5, 1, 0, 0,
+    )  # fmt: skip
+    assert "kb sync: lost: " in synced.stderr  # progress on stderr
+    listing = {entry["source_key"]: entry for entry in run("doc", "list", "lost").json()}
+    assert {key: entry["status"] for key, entry in listing.items()} == {
+        **{f"notes/{number}.md": "ready" for number in range(5)},
+        "broken.txt": "failed",
+    }
+    assert "not valid UTF-8" in listing["broken.txt"]["reason"]
+    after = run("kb", "status", "lost").json()
+    assert after["last_sync"] == result["last_sync"] and _adds_up(after)
+    records = list(_repositories().documents.list("lost", with_chunks=False))
+    assert sorted(r.status for r in records) == ["failed"] + ["ready"] * 5
+
+
+def test_kb_sync_deletes_documents_whose_objects_are_gone_and_reports_a_timeout(run, tmp_path):
+    document = tmp_path / "short-lived.md"
+    document.write_text("# Short-lived\n\nThe ephemeral egret.\n", encoding="utf-8")
+    run("kb", "create", "orphans")
+    put = run("doc", "put", "orphans", "short-lived.md", "--file", str(document), "--wait", "--timeout", "60")
+    assert put.status == 0, put.stderr
+    with _events_lost():
+        aws.client("s3").delete_object(Bucket=_sources_bucket(), Key="orphans/short-lived.md")
+    status = run("kb", "status", "orphans").json()
+    assert (status["objects"], status["deletes_pending"]) == (0, 1) and _adds_up(status)
+    listed = run("doc", "list", "orphans").json()
+    assert [(e["source_key"], e["status"]) for e in listed] == [("short-lived.md", "pending")]
+    assert "its object is gone" in listed[0]["reason"]
+    # A timeout that cannot be met: exit 1, the result still printed with the status it reached.
+    hurried = run("kb", "sync", "orphans", "--wait", "--timeout", "0.001")
+    assert hurried.status == 1 and "not settled after 0.001 s" in hurried.stderr
+    assert hurried.json()["orphaned"] == 1 and "status" in hurried.json()
+    synced = run("kb", "sync", "orphans", "--wait", "--timeout", "120")
+    assert synced.status == 0, synced.stderr
+    assert synced.json()["status"]["deletes_pending"] == 0
+    assert run("doc", "list", "orphans").json() == []
+
+
+@pytest.mark.parametrize(
+    ("arguments", "message"),
+    [
+        (("kb", "sync", "missing-kb"), "unknown knowledge base 'missing-kb'"),
+        (("kb", "sync", DEMO_KB, "--timeout", "0"), "--timeout must be a positive number"),
+    ],
+)
+def test_kb_sync_mistakes_are_one_line_errors(run, arguments, message):
+    result = run(*arguments)
+    assert result.status == 1 and message in result.stderr and result.stdout == ""
+    assert result.stderr.count("\n") == 1
+
+
+def test_kb_sync_refuses_a_disabled_kb(run):
+    run("kb", "create", "sync-off")
+    run("kb", "disable", "sync-off")
+    result = run("kb", "sync", "sync-off")
+    assert result.status == 1 and "`agent-knowledge kb enable sync-off`" in result.stderr
+
+
+def test_serve_runs_the_reconciler_on_its_schedule():
+    import threading
+
+    from agent_knowledge_dev.reconcile_schedule import schedule_seconds
+
+    assert schedule_seconds() == 15 * 60  # template.yaml ReconcileSchedule: rate(15 minutes)
+    assert schedule_seconds("rate(1 hour)") == 3600 and schedule_seconds("cron(0 * * * ? *)") == 900
+    assert "reconcile-schedule" in {thread.name for thread in threading.enumerate()}
+
+
 # --- a deployed stack: names from its CloudFormation outputs -------------------------------------
 
 
@@ -603,6 +715,32 @@ def test_aws_stack_names_come_from_the_stack_outputs(run, tmp_path):
     aws.client("s3").delete_object(Bucket=_sources_bucket(), Key=f"{DEMO_KB}/remote.md")
 
 
+def test_kb_sync_on_a_deployed_stack_takes_the_queues_from_its_outputs(run):
+    run("kb", "list")
+    sqs = aws.client("sqs")
+    queues = {
+        "SourceQueueUrl": os.environ["SOURCE_QUEUE_URL"],
+        "IndexQueueUrl": os.environ["INDEX_QUEUE_URL"],
+        "SourceDeadLetterQueueUrl": sqs.get_queue_url(QueueName="SourceDeadLetterQueue")["QueueUrl"],
+        "IndexDeadLetterQueueUrl": sqs.get_queue_url(QueueName="IndexDeadLetterQueue.fifo")["QueueUrl"],
+    }
+    _create_stack("ak-pipeline", {**_local_outputs(), **queues})
+    run("kb", "create", "remote-sync")
+    with _events_lost():
+        aws.client("s3").put_object(
+            Bucket=_sources_bucket(), Key="remote-sync/far.md", Body=b"# Far\n\nThe distant dormouse.\n"
+        )
+    synced = run("kb", "sync", "remote-sync", "--wait", "--timeout", "120", "--aws", "--stack", "ak-pipeline")
+    assert synced.status == 0, synced.stderr
+    assert synced.json()["status"]["ready"] == 1
+    status = run("kb", "status", "remote-sync", "--aws", "--stack", "ak-pipeline").json()
+    assert (status["objects"], status["ready"], status["dead_lettered"]) == (1, 1, 0)
+    # A stack whose outputs name no queues (deployed before the reconciler) cannot sync.
+    _create_stack("ak-deployed", _local_outputs())
+    old = run("kb", "sync", "remote-sync", "--aws", "--stack", "ak-deployed")
+    assert old.status == 1 and "no outputs SourceQueueUrl, IndexQueueUrl" in old.stderr
+
+
 def test_aws_stack_errors_say_what_is_wrong(run, monkeypatch):
     run("kb", "list")
     _create_stack("ak-partial", {"SessionsTableName": "x"})
@@ -635,3 +773,35 @@ def test_missing_aws_credentials_are_reported_as_such(run, monkeypatch, tmp_path
     assert result.status == 1
     assert result.stderr.startswith("agent-knowledge: no AWS credentials found: set AWS_PROFILE")
     assert "temporarily unavailable" not in result.stderr
+
+
+def test_pdf_docx_and_pptx_files_are_checked_locally_and_uploaded_with_their_type(run, tmp_path):
+    from tests.support.office_documents import docx, pdf, pptx
+
+    manual = tmp_path / "manual.pdf"
+    manual.write_bytes(pdf([["Osprey nesting"]], title="Osprey Manual"))
+    run("kb", "create", "office")
+    put = run("doc", "put", "office", "birds/osprey.pdf", "--file", str(manual))
+    assert put.status == 0, put.stderr
+    assert put.json()["document"]["title"] == "Osprey Manual"  # found locally, as the ingest will
+    head = aws.client("s3").head_object(Bucket=_sources_bucket(), Key="office/birds/osprey.pdf")
+    assert head["ContentType"] == "application/pdf"
+
+    secret = tmp_path / "secret.pdf"
+    secret.write_bytes(pdf([["hidden"]], encrypted=True))
+    refused = run("doc", "put", "office", "secret.pdf", "--file", str(secret))
+    assert refused.status == 1 and "nothing was uploaded): the file is encrypted" in refused.stderr
+
+    folder = write_folder(
+        tmp_path / "docs",
+        {
+            "memo.docx": docx(("Heading1", "Memo"), "Text."),
+            "deck.pptx": pptx([("Deck", ["Slide text"], None)]),
+            "scan.pdf": pdf([[]], images_only=True),
+        },
+    )
+    summary = run("doc", "put", "office", "--dir", str(folder)).json()
+    assert (summary["created"], summary["failed"]) == (2, 1)
+    assert summary["failures"][0]["source_key"] == "scan.pdf"
+    assert "OCR is not done" in summary["failures"][0]["error"]
+    assert {"deck.pptx", "memo.docx"} <= set(_objects("office"))

@@ -98,7 +98,8 @@ def test_a_late_put_event_cannot_resurrect_a_deleted_document(stack, pipeline):
     ("key", "body", "content_type", "reason"),
     [
         ("kb/broken.md", b"# Broken\n\n\xc3\x28 bytes", None, "not valid UTF-8 (invalid byte at offset 10)"),
-        ("kb/report.pdf", b"%PDF-1.7 ...", "application/pdf", "unsupported type (Content-Type application/pdf)"),
+        ("kb/report.odt", b"PK\x03\x04", "application/vnd.oasis.opendocument.text", "unsupported type (Content-Type"),
+        ("kb/report.pdf", b"%PDF-1.7 ...", "application/pdf", "the file is not a readable PDF"),
         ("kb/empty.md", b"", None, "the object is empty"),
         ("kb/latin.txt", "caf\u00e9 olé".encode("latin-1"), "text/plain; charset=utf-8", "not valid utf-8"),
     ],

@@ -78,3 +78,18 @@ def test_invoke_runs_the_pipeline_samples(event, capsys, tmp_path, monkeypatch):
     assert status == 0, captured.err
     # In a fresh stack the sample's object version does not exist: the event is skipped, not failed.
     assert json.loads(captured.out) == {"batchItemFailures": []}
+
+
+def test_invoke_runs_the_reconciler_sample(capsys, tmp_path, monkeypatch):
+    """events/reconciler-scheduled.json: EventBridge's scheduled event. A fresh stack's bucket is
+    empty (the demo documents are stored directly, not the bucket's): nothing to reconcile."""
+    monkeypatch.setenv(STATE_DIR_ENV, str(tmp_path))
+    saved = dict(os.environ)
+    try:
+        status = cli.main(["invoke", "reconciler", str(EVENTS / "reconciler-scheduled.json")])
+    finally:
+        os.environ.clear()
+        os.environ.update(saved)
+    captured = capsys.readouterr()
+    assert status == 0, captured.err
+    assert json.loads(captured.out) == {"reconciled": [], "failed": [], "skipped": []}

@@ -28,18 +28,24 @@ def _server_error(operation: str) -> ClientError:
                         "ResponseMetadata": {"HTTPStatusCode": 503}}, operation)  # fmt: skip
 
 
-def test_a_body_upload_that_fails_once_is_repaired_by_the_redelivery(stack, pipeline, monkeypatch):
+def _fail_first_body_upload(monkeypatch, error: Exception) -> list[str]:
+    """The ingest's first body upload raises `error` (before anything is written); the keys it hit."""
     s3 = aws.client("s3")
     original = s3.put_object
-    failures: list[str] = []
+    hit: list[str] = []
 
-    def flaky(**request: Any) -> Any:
-        if request["Key"].startswith("bodies/") and not failures:
-            failures.append(request["Key"])
-            raise _server_error("PutObject")
+    def failing_once(**request: Any) -> Any:
+        if request["Key"].startswith("bodies/") and not hit:
+            hit.append(request["Key"])
+            raise error
         return original(**request)
 
-    monkeypatch.setattr(s3, "put_object", flaky)
+    monkeypatch.setattr(s3, "put_object", failing_once)
+    return hit
+
+
+def test_a_body_upload_that_fails_once_is_repaired_by_the_redelivery(stack, pipeline, monkeypatch):
+    failures = _fail_first_body_upload(monkeypatch, _server_error("PutObject"))
     pipeline.put("kb/doc.md", "# Doc\n\nWombat burrow rules.")
     pipeline.run()
     assert failures, "the fault was not injected"
@@ -71,17 +77,7 @@ def test_a_record_write_whose_answer_is_lost_keeps_its_body(stack, pipeline, mon
 
 
 def test_an_ingest_that_dies_after_the_first_record_write_is_completed_by_the_redelivery(stack, pipeline, monkeypatch):
-    s3 = aws.client("s3")
-    original = s3.put_object
-    crashes: list[str] = []
-
-    def crash_once(**request: Any) -> Any:
-        if request["Key"].startswith("bodies/") and not crashes:
-            crashes.append(request["Key"])
-            raise RuntimeError("the function's container died here")
-        return original(**request)
-
-    monkeypatch.setattr(s3, "put_object", crash_once)
+    crashes = _fail_first_body_upload(monkeypatch, RuntimeError("the function's container died here"))
     pipeline.put("kb/doc.md", "# Doc\n\nNarwhal tusk facts.")
     pipeline.run()
     assert crashes

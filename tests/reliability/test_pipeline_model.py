@@ -31,7 +31,7 @@ from urllib.parse import unquote_plus
 
 import hypothesis.strategies as st
 from hypothesis import HealthCheck, event, note, settings
-from hypothesis.stateful import RuleBasedStateMachine, rule, run_state_machine_as_test
+from hypothesis.stateful import RuleBasedStateMachine, initialize, rule, run_state_machine_as_test
 
 from agent_knowledge.ingest import source_events
 from agent_knowledge.ingest.content import prepare_document
@@ -39,7 +39,7 @@ from agent_knowledge.ingest.status import document_listing, kb_status
 from agent_knowledge_dev import event_sources
 from agent_knowledge_dev.admin import create_knowledge_base
 from tests.reliability.slow import scaled
-from tests.support.faults import FAULT_KINDS, ContainerDied, FaultKind, Invocation, PipelineFaults
+from tests.support.faults import ContainerDied, Invocation, PipelineFaults
 from tests.support.pipeline import Pipeline, start_pipeline
 from tests.support.retrieval import search_titles
 
@@ -50,9 +50,9 @@ KEYS = ("a.md", "notes/b.md", "c.txt")
 WORDS = ("capybara", "pangolin", "ocelot", "marmot")
 EMPTY = ""  # an empty object: the ingest rejects it, the document is failed with this reason
 EMPTY_REASON = "the object is empty"
-# Calls of one invocation a fault may hit: an ingest of one event makes about 6, an index update
-# about 20 (more in a batch of several KBs).
-MAX_FAULTED_CALL = 40
+# The probability that a call of an invocation meets a fault. An ingest makes about 6 calls per
+# event, an index update about 25 per KB: from most invocations succeeding to most failing.
+FAULT_RATES = (0.03, 0.1, 0.25)
 DRAIN_TIMEOUT_SECONDS = 120.0
 
 _examples = itertools.count(1)
@@ -84,12 +84,12 @@ def message_kbs(function: str, body: str) -> set[str]:
 
 
 class Functions:
-    """What the event source mappings invoke: the real handlers, each call inside a fault plan."""
+    """What the event source mappings invoke: the real handlers, each call with its faults."""
 
     def __init__(self, faults: PipelineFaults, load_handler: Callable[[Any], Any]) -> None:
         self.faults = faults
         self._load_handler = load_handler
-        self.plan: dict[int, FaultKind] = {}
+        self.rate, self.seed = 0.0, 0
         self.violations: list[str] = []
 
     def load(self, route: Any) -> Callable[[dict[str, Any], Any], Any]:
@@ -97,8 +97,8 @@ class Functions:
         function = route.function
 
         def invoke(event: dict[str, Any], context: Any) -> Any:
-            plan, self.plan = self.plan, {}
-            with self.faults.invocation(function, plan) as invocation:
+            (rate, seed), (self.rate, self.seed) = (self.rate, self.seed), (0.0, 0)
+            with self.faults.invocation(function, rate, seed) as invocation:
                 try:
                     response = handler(event, context)
                 except ContainerDied:
@@ -112,8 +112,8 @@ class Functions:
 
         return invoke
 
-    def _report(self, invocation: Invocation, event: dict[str, Any], response: Any) -> None:
-        records = event["Records"]
+    def _report(self, invocation: Invocation, lambda_event: dict[str, Any], response: Any) -> None:
+        records = lambda_event["Records"]
         if response is None:  # the invocation failed: Lambda retries the whole batch
             failed = {record["messageId"] for record in records}
         else:
@@ -155,7 +155,10 @@ def _guard(method: Callable[..., Any]) -> Callable[..., Any]:
     return guarded
 
 
-fault_plans = st.dictionaries(st.integers(0, MAX_FAULTED_CALL), st.sampled_from(FAULT_KINDS), max_size=3)
+# What a key is set to: an object with one of the words, an empty object, or deleted (None).
+contents = st.sampled_from((*WORDS, EMPTY, None))
+# One batch of a function (Lambda's poller) with its fault rate and seed.
+batches = st.tuples(st.sampled_from((INGEST, INDEXER)), st.sampled_from(FAULT_RATES), st.integers(0, 2**32 - 1))
 
 
 class PipelineModel(RuleBasedStateMachine):
@@ -174,38 +177,35 @@ class PipelineModel(RuleBasedStateMachine):
         self.objects: dict[tuple[str, str], str | None] = {}  # the model: last content put, None: deleted
         self.failed = False
 
-    # -- operations on the sources bucket -------------------------------------------------------
+    # -- operations on the sources bucket, each followed by a few batches (or none: events pile up)
 
-    @rule(kb=st.integers(0, 1), key=st.sampled_from(KEYS), word=st.sampled_from((*WORDS, EMPTY)))
+    @initialize(changes=st.lists(st.tuples(st.integers(0, 1), st.sampled_from(KEYS), contents), min_size=1, max_size=4))
     @_guard
-    def put(self, kb: int, key: str, word: str) -> None:
-        self.pipeline.put(f"{self.kbs[kb]}/{key}", content_of(word))
-        self.objects[(self.kbs[kb], key)] = word
+    def start(self, changes: list[tuple[int, str, str | None]]) -> None:
+        for kb, key, word in changes:
+            self._change(kb, key, word)
 
-    @rule(kb=st.integers(0, 1), key=st.sampled_from(KEYS))
+    @rule(kb=st.integers(0, 1), key=st.sampled_from(KEYS), word=contents, then=st.lists(batches, max_size=3))
     @_guard
-    def delete(self, kb: int, key: str) -> None:
-        self.pipeline.delete(f"{self.kbs[kb]}/{key}")
-        self.objects[(self.kbs[kb], key)] = None
+    def change(self, kb: int, key: str, word: str | None, then: list[tuple[str, float, int]]) -> None:
+        """Put (a new object, an overwrite) or delete one key, then run a few batches."""
+        self._change(kb, key, word)
+        self._deliver(then)
 
     # -- the pipeline, with faults ----------------------------------------------------------------
 
-    @rule(steps=st.lists(st.tuples(st.sampled_from((INGEST, INDEXER)), fault_plans), min_size=1, max_size=3))
+    @rule(steps=st.lists(batches, min_size=1, max_size=4))
     @_guard
-    def deliver(self, steps: list[tuple[str, dict[int, FaultKind]]]) -> None:
-        """One batch of a function per step (Lambda's poller), faults as planned."""
-        runner = self.pipeline.runner
-        for function, plan in steps:
-            self.functions.plan = plan
-            runner.step(runner.mapping(function))
-            self.functions.plan = {}
-        self._check_isolation()
+    def deliver(self, steps: list[tuple[str, float, int]]) -> None:
+        self._deliver(steps)
 
-    @rule(data=st.data())
+    @rule(data=st.data(), redrive=st.booleans())
     @_guard
-    def redeliver_source_events(self, data: st.DataObject) -> None:
-        """SQS delivers at least once, in no particular order: the waiting events again, reordered,
-        some twice."""
+    def redeliver(self, data: st.DataObject, redrive: bool) -> None:
+        """SQS delivers at least once, in no particular order: the waiting source events again,
+        reordered, some twice; and an operator may redrive the dead-letter queues."""
+        if redrive:
+            self._redrive()
         messages = self.pipeline.take_messages("SourceQueue")
         if not messages:
             return
@@ -215,12 +215,6 @@ class PipelineModel(RuleBasedStateMachine):
             for _ in range(2 if index in twice else 1):
                 self.pipeline.send("SourceQueue", messages[index]["Body"])
 
-    @rule()
-    @_guard
-    def redrive(self) -> None:
-        """An operator moves the dead-lettered messages back to their queues."""
-        self._redrive()
-
     # -- after the last step: settle without faults, then compare with the model -----------------
 
     def teardown(self) -> None:
@@ -229,7 +223,7 @@ class PipelineModel(RuleBasedStateMachine):
             self._compare()
 
     def _settle(self) -> None:
-        self.functions.plan = {}
+        self.functions.rate = 0.0
         for queue in ("SourceDeadLetterQueue", "IndexDeadLetterQueue"):
             if self._queued(queue):
                 event(f"{queue} not empty before the settling")
@@ -317,6 +311,22 @@ class PipelineModel(RuleBasedStateMachine):
         assert {name: status.get(name) for name in wanted} == wanted, f"kb status of {kb_id}: {status}"
 
     # -- helpers ----------------------------------------------------------------------------------
+
+    def _change(self, kb: int, key: str, word: str | None) -> None:
+        if word is None:
+            self.pipeline.delete(f"{self.kbs[kb]}/{key}")
+        else:
+            self.pipeline.put(f"{self.kbs[kb]}/{key}", content_of(word))
+        self.objects[(self.kbs[kb], key)] = word
+
+    def _deliver(self, steps: list[tuple[str, float, int]]) -> None:
+        """One batch of a function per step, each of its calls faulted at the step's rate."""
+        runner = self.pipeline.runner
+        for function, rate, seed in steps:
+            self.functions.rate, self.functions.seed = rate, seed
+            runner.step(runner.mapping(function))
+            self.functions.rate, self.functions.seed = 0.0, 0
+        self._check_isolation()
 
     def _redrive(self) -> None:
         sqs = self.pipeline.sqs

@@ -4,7 +4,8 @@
 Faults are injected at the botocore client's `_make_api_call`, that is after botocore's own retries
 and only while a function invocation is running (`PipelineFaults.invocation`): the test's setup and
 its oracle, and Lambda's poller (receive, delete, change visibility), are never faulted. Each
-invocation gets a plan: the index of a call within the invocation (0, 1, ...) â†’ what happens to it.
+invocation has a fault rate and a seed: every call of the invocation, in the order they are made,
+meets a fault with that probability, of a kind chosen at random.
 
 - `refused`: the call never reaches AWS; a 500/503 `ClientError` (what botocore raises once its
   retries are spent).
@@ -15,13 +16,14 @@ invocation gets a plan: the index of a call within the invocation (0, 1, ...) â†
   `BaseException`, so no `except Exception` of the function sees it (nor any later AWS call of
   the invocation: each raises `ContainerDied` again), and Lambda fails the whole batch.
 
-Calls are counted in the order they are made; the function's thread pools must run one task at a
-time (the test sets their sizes to 1) so that the count, and a failing plan, replay exactly.
+The function's thread pools must run one task at a time (the test sets their sizes to 1) so that
+its calls come in the same order on every run, and a failing example replays exactly.
 """
 
 from __future__ import annotations
 
 import json
+import random
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
@@ -68,9 +70,15 @@ class Call:
 @dataclass
 class Invocation:
     function: str
-    plan: dict[int, FaultKind]
+    rate: float
+    rng: random.Random
     calls: list[Call] = field(default_factory=list)
     crashed: bool = False
+
+    def next_fault(self) -> FaultKind | None:
+        if self.rate <= 0 or self.rng.random() >= self.rate:
+            return None
+        return self.rng.choice(FAULT_KINDS)
 
     @property
     def faults(self) -> list[Call]:
@@ -103,8 +111,8 @@ class PipelineFaults:
             botocore.client.BaseClient._make_api_call = original  # type: ignore[method-assign]
 
     @contextmanager
-    def invocation(self, function: str, plan: dict[int, FaultKind]) -> Iterator[Invocation]:
-        invocation = Invocation(function, dict(plan))
+    def invocation(self, function: str, rate: float = 0.0, seed: int = 0) -> Iterator[Invocation]:
+        invocation = Invocation(function, rate, random.Random(seed))
         self.current = invocation
         try:
             yield invocation
@@ -126,7 +134,7 @@ class PipelineFaults:
             if invocation.crashed:  # nothing more leaves a dead container
                 raise ContainerDied(f"{service}.{operation_name} after the crash")
             index = len(invocation.calls)
-            fault = invocation.plan.get(index)
+            fault = invocation.next_fault()
             invocation.calls.append(Call(index, service, operation_name, self._kbs(api_params), fault))
         if fault is None:
             return original(client, operation_name, api_params)

@@ -12,7 +12,12 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 LAYER = ROOT / "shared" / "agent_knowledge"
 # Import name of each distribution the layer may use.
-IMPORT_NAMES = {"aws-lambda-powertools": "aws_lambda_powertools", "pydantic": "pydantic", "tantivy": "tantivy"}
+IMPORT_NAMES = {
+    "aws-lambda-powertools": "aws_lambda_powertools",
+    "pydantic": "pydantic",
+    "tantivy": "tantivy",
+    "pypdfium2": "pypdfium2",
+}
 PROVIDED_BY_RUNTIME = {"botocore"}
 
 

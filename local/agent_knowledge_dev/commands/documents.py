@@ -5,7 +5,9 @@ and indexes (docs/DESIGN.md §10). Each file is first prepared locally with the 
 function runs, so a file that cannot be ingested (not UTF-8, empty, too large) is reported and NOT
 uploaded: the stored version, if any, stays. Only changed files are uploaded (sources.py); a file
 whose document failed or is missing is sent again. `--wait` polls the document listing until
-every change is searchable or failed (waiting.py).
+every change is searchable or failed (waiting.py); for one file (`--file`) it follows the object
+version uploaded, which may also end `superseded` (a newer put or a delete replaced it), and
+`--timeout` bounds the whole command, upload included.
 
 A stack without a sources bucket (deployed, or a `serve` started, before the ingest pipeline)
 gets the documents stored directly and its index rebuilt here, as before, with a note on stderr.
@@ -15,9 +17,10 @@ from __future__ import annotations
 
 import argparse
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from agent_knowledge_dev.arguments import bounded_int
 from agent_knowledge_dev.commands import Command, sync
@@ -27,26 +30,25 @@ from agent_knowledge_dev.target import add_target_arguments, connect, sources_bu
 if TYPE_CHECKING:  # imported where used: every CLI run builds this module's parsers
     from agent_knowledge_dev.bulk import FolderOutcomes
 
+_T = TypeVar("_T")
 DEFAULT_WORKERS = 4
 # More workers than the AWS clients' 32 pooled connections would only wait for one.
 MAX_WORKERS = 32
 
 
-def _wait_arguments(parser: argparse.ArgumentParser) -> None:
+def _wait_arguments(parser: argparse.ArgumentParser, timeout_help: str = "how long --wait waits") -> None:
     parser.add_argument("--wait", action="store_true", help="return once every change is searchable (or failed)")
-    parser.add_argument(
-        "--timeout", type=float, default=300.0, metavar="SECONDS", help="how long --wait waits (default 300)"
-    )
+    parser.add_argument("--timeout", type=float, default=300.0, metavar="SECONDS", help=f"{timeout_help} (default 300)")
 
 
 def _put_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("kb_id", metavar="KB_ID")
     parser.add_argument("source_key", metavar="SOURCE_KEY", nargs="?", help="the document's key (with --file)")
-    parser.add_argument("--file", type=Path, metavar="PATH", help="the document (.md, .txt or .html)")
+    parser.add_argument("--file", type=Path, metavar="PATH", help="the document (.md, .txt, .html, .pdf, .docx, .pptx)")
     parser.add_argument("--title", help="with --file: the title (default: found in the document, else the key)")
-    parser.add_argument("--dir", type=Path, metavar="DIR", help="every .md/.txt/.html file below DIR")
+    parser.add_argument("--dir", type=Path, metavar="DIR", help="every .md/.txt/.html/.pdf/.docx/.pptx file below DIR")
     parser.add_argument("--prune", action="store_true", help="with --dir: delete documents whose files are gone")
-    _wait_arguments(parser)
+    _wait_arguments(parser, "how long the whole command may take, uploads and --wait included")
     parser.add_argument(
         "--workers",
         type=bounded_int(1, MAX_WORKERS),
@@ -136,19 +138,33 @@ def _prepare(content: bytes, media_type: str, source_key: str, title: str | None
     return prepare_document(title, content, media_type, source_key)
 
 
+def _check_title_argument(title: str) -> None:
+    """Refuse up front a title no document may have (empty, over 255 characters, not Unicode);
+    any other title is stored exactly as given (source_files.TITLE_METADATA)."""
+    from agent_knowledge.errors import DocumentRejected
+    from agent_knowledge.ingest.content import check_title
+
+    try:
+        check_title(title)
+    except DocumentRejected as exc:
+        raise CliError(f"--title cannot be stored (nothing was uploaded): {exc.message}") from None
+
+
 def _put_file(arguments: argparse.Namespace) -> int:
     from agent_knowledge.errors import AgentKnowledgeError
-    from agent_knowledge.ingest.source_files import media_type_of
+    from agent_knowledge.ingest.source_files import MEDIA_TYPES_BY_SUFFIX, media_type_of
     from agent_knowledge_dev.bulk import UnreadableSource, read_source
-    from agent_knowledge_dev.sources import content_etag
 
+    deadline = time.monotonic() + arguments.timeout  # --timeout bounds the whole command
     path: Path = arguments.file
     source_key: str = arguments.source_key
+    if arguments.title is not None:
+        _check_title_argument(arguments.title)
     if not path.is_file():
         raise CliError(f"file not found: {path}")
     media_type = media_type_of(path.name)
     if media_type is None:
-        raise CliError(f"{path}: only .md, .markdown, .txt, .html and .htm files can be ingested")
+        raise CliError(f"{path}: only {', '.join(MEDIA_TYPES_BY_SUFFIX)} files can be ingested")
     _check_source_key(source_key, media_type, path)
     try:
         content = read_source(path.resolve())  # a link named on the command line is the user's choice
@@ -158,44 +174,137 @@ def _put_file(arguments: argparse.Namespace) -> int:
     except AgentKnowledgeError as exc:
         raise CliError(f"{path} cannot be ingested (nothing was uploaded): {exc.message}") from None
 
-    session = _open(arguments, writing=True)
+    started = time.time()
+    try:
+        put = _before(deadline, lambda: _upload_file(arguments, content, media_type, prepared, started))
+    except _Late:
+        raise CliError(
+            f"{source_key} was not uploaded within --timeout {arguments.timeout:g} s (an upload under way may "
+            f"still complete: see `agent-knowledge doc list {arguments.kb_id}`)"
+        ) from None
+    session = put.session
     if session.bucket is None:
         return _store_file_directly(session, source_key, content, media_type, arguments.title)
-    started = time.time()
+    document, status, superseded = put.document, 0, False
+    if arguments.wait and put.uploaded is not None:
+        document, status, superseded = _follow_upload(arguments, session, put.uploaded, document, started, deadline)
+    result: dict[str, Any] = {
+        "outcome": put.outcome,
+        "kb_id": session.kb_id,
+        "source_key": source_key,
+        "object": session.bucket.uri(session.kb_id, source_key),
+        # The object version this run uploaded (skipped: the current one); None in an unversioned bucket.
+        "version_id": (put.uploaded or put.current).version_id if (put.uploaded or put.current) else None,
+    }
+    if arguments.wait:
+        result["superseded"] = superseded
+    result["document"] = document
+    print_json(result)
+    return status
+
+
+@dataclass
+class _FileUpload:
+    session: _Session
+    outcome: str  # created, updated, skipped
+    document: dict[str, Any] | None
+    current: Any = None  # the key's object before (sources.SourceObject), if any
+    uploaded: Any = None  # the object this run made (sources.SourceObject); None: skipped
+
+
+def _upload_file(
+    arguments: argparse.Namespace, content: bytes, media_type: str, prepared: Any, started: float
+) -> _FileUpload:
+    """Upload the file unless the key already holds it (same bytes and title, not failed)."""
+    from agent_knowledge_dev.sources import content_etag
+
+    session = _open(arguments, writing=True)
+    if session.bucket is None:
+        return _FileUpload(session, "", None)
+    source_key, title = arguments.source_key, arguments.title
     current = session.bucket.head(session.kb_id, source_key)
     document = _listing_of(session, source_key)
     unchanged = (
         current is not None
         and current.etag == content_etag(content)
-        and current.title == arguments.title
+        and current.title == title
         and document is not None
         and document["status"] != "failed"
     )
     if unchanged:
-        outcome = "skipped"
-    else:
-        session.bucket.put(session.kb_id, source_key, content, media_type, arguments.title)
-        outcome = "created" if current is None else "updated"
-        document = _expected(source_key, prepared, started)
-    status = 0
-    if arguments.wait and outcome != "skipped":
-        waited = _wait(arguments, session, {source_key: prepared.revision}, set(), started)
-        found = {**waited.ready, **waited.failed}.get(source_key)
-        if found is not None:
-            document = found.model_dump(mode="json")
-        status = 0 if source_key in waited.ready else 1
-        if waited.pending:
-            document = {**document, "status": "pending", "reason": f"not searchable after {arguments.timeout:g} s"}
-    print_json(
-        {
-            "outcome": outcome,
-            "kb_id": session.kb_id,
-            "source_key": source_key,
-            "object": session.bucket.uri(session.kb_id, source_key),
-            "document": document,
-        }
-    )
-    return status
+        return _FileUpload(session, "skipped", document, current)
+    uploaded = session.bucket.upload(session.kb_id, source_key, content, media_type, title)
+    outcome = "created" if current is None else "updated"
+    return _FileUpload(session, outcome, _expected(source_key, prepared, started), current, uploaded)
+
+
+def _follow_upload(
+    arguments: argparse.Namespace,
+    session: _Session,
+    uploaded: Any,
+    document: dict[str, Any] | None,
+    started: float,
+    deadline: float,
+) -> tuple[dict[str, Any] | None, int, bool]:
+    """`--wait` for one file: follow the object version it uploaded (waiting.wait_for_version).
+    Returns the document to show, the exit status and whether the version was superseded: ready
+    0; failed 1; not landed by the deadline 1 (pending); superseded 0, said on stderr, with the
+    key's document as it is now (another version's, or None once deleted)."""
+    from agent_knowledge_dev.waiting import version_listing, wait_for_version
+
+    try:
+        waited = _before(
+            deadline,
+            lambda: wait_for_version(
+                session.repositories, session.bucket, session.kb_id, uploaded, since=started, deadline=deadline
+            ),
+        )
+    except _Late:
+        waited = None
+    if waited is None or waited.state == "pending":
+        late = {"status": "pending", "reason": f"not searchable after {arguments.timeout:g} s"}
+        return {**(document or {}), **late}, 1, False
+    found = version_listing(waited.record)
+    shown = found.model_dump(mode="json") if found is not None else None
+    if waited.state == "superseded":
+        uri = session.bucket.uri(session.kb_id, uploaded.source_key)
+        ours = f" (version {uploaded.version_id})" if uploaded.version_id else ""
+        if waited.current is None:
+            what = "deleted"
+        else:
+            what = f"replaced by version {waited.current.version_id or waited.current.etag}"
+        note(f"superseded: {uri} was {what} before this upload{ours} was searchable; that is what the KB gets")
+        return shown, 0, True
+    return shown or document, (0 if waited.state == "ready" else 1), False
+
+
+class _Late(Exception):
+    """The work did not finish before the command's deadline."""
+
+
+def _before(deadline: float, work: Callable[[], _T]) -> _T:
+    """`work()`, run in a daemon thread so that the command returns by `deadline` (time.monotonic)
+    whatever a storage call does (botocore retries and read timeouts exceed any --timeout): its
+    result, its exception, or `_Late` (the work goes on in the background until the process ends)."""
+    import threading
+
+    finished: list[tuple[bool, Any]] = []
+
+    def run() -> None:
+        try:
+            finished.append((True, work()))
+        except Exception as exc:  # raised again in the caller's thread
+            finished.append((False, exc))
+
+    thread = threading.Thread(target=run, name="doc-put", daemon=True)
+    thread.start()
+    thread.join(max(0.0, deadline - time.monotonic()))
+    if not finished:
+        raise _Late
+    done, value = finished[0]
+    if not done:
+        raise value
+    return value  # type: ignore[no-any-return]
 
 
 def _store_file_directly(session: _Session, source_key: str, content: bytes, media_type: str, title: str | None) -> int:

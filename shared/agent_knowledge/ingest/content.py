@@ -20,11 +20,15 @@ from dataclasses import dataclass
 
 from agent_knowledge.errors import DocumentRejected
 from agent_knowledge.index.chunks import chunk_digest
+from agent_knowledge.ingest.binary_formats import BINARY_MEDIA_TYPES, extract_document
 from agent_knowledge.ingest.chunking import Chunk, byte_offsets, chunk_text
 from agent_knowledge.ingest.html_text import html_to_text
-from agent_knowledge.ingest.titles import document_title
+from agent_knowledge.ingest.titles import MAX_TITLE_CHARS as MAX_FOUND_TITLE_CHARS
+from agent_knowledge.ingest.titles import document_title, source_key_title
 
-MEDIA_TYPES = ("text/markdown", "text/plain", "text/html")
+TEXT_MEDIA_TYPES = ("text/markdown", "text/plain", "text/html")
+# PDF, DOCX, PPTX: their text is extracted (binary_formats.py), then prepared as Markdown.
+MEDIA_TYPES = TEXT_MEDIA_TYPES + BINARY_MEDIA_TYPES
 MAX_BODY_BYTES = 5 * 1024 * 1024
 MAX_TITLE_CHARS = 255
 # A DynamoDB item holds at most 400 KB; the chunk digests and offsets must fit with room to spare.
@@ -196,7 +200,9 @@ class _CpuBudget:
             )
 
 
-def _check_title(title: str) -> str:
+def check_title(title: str) -> str:
+    """The title, as given (never trimmed: what is stored is what the revision was computed with),
+    if it is one a document may have; else DocumentRejected says why (`doc put --title` asks first)."""
     if not isinstance(title, str) or not title.strip():
         raise DocumentRejected("title must not be empty")
     if len(title) > MAX_TITLE_CHARS:
@@ -213,14 +219,23 @@ def prepare_document(
 ) -> PreparedDocument:
     """`title=None`: the title is found in the document, else derived from `source_key` (titles.py)."""
     if title is not None:
-        title = _check_title(title)
+        title = check_title(title)
     if media_type not in MEDIA_TYPES:
         raise DocumentRejected(f"unsupported media type {media_type!r}; expected one of {', '.join(MEDIA_TYPES)}")
     budget = _CpuBudget()  # checked between the phases and while chunking
-    text = _decode(content, media_type)
+    if media_type in BINARY_MEDIA_TYPES:
+        if isinstance(content, str):
+            raise DocumentRejected(f"a {media_type} document is binary: give its bytes, not text")
+        extracted = extract_document(content, media_type, budget.check, MAX_BODY_BYTES)
+        if title is None:  # found in the document's metadata or headings, else the source key
+            found = extracted.title or source_key_title(source_key) or "untitled"
+            title = check_title(found[:MAX_FOUND_TITLE_CHARS])
+        text, media_type = extracted.text, "text/markdown"  # headings are Markdown headings
+    else:
+        text = _decode(content, media_type)  # the NUL refusal: text formats only
     budget.check()
     if title is None:
-        title = _check_title(document_title(text, media_type, source_key))
+        title = check_title(document_title(text, media_type, source_key))
         budget.check()
     body = html_to_text(text, budget.check) if media_type == "text/html" else text
     budget.check()

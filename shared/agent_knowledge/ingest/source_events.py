@@ -19,9 +19,10 @@ from typing import Any, Literal
 from urllib.parse import quote_plus, unquote_plus
 
 from agent_knowledge.errors import DocumentRejected, MalformedMessage
+from agent_knowledge.ingest.binary_formats import BINARY_MEDIA_TYPES, MAX_BINARY_SOURCE_BYTES
 from agent_knowledge.ingest.content import MAX_BODY_BYTES, MEDIA_TYPES, USE_TEXT_ENCODING, text_codec
 from agent_knowledge.ingest.ingestor import Ingestor, IngestResult, SourceVersion
-from agent_knowledge.ingest.source_files import media_type_of, title_from_metadata
+from agent_knowledge.ingest.source_files import MEDIA_TYPES_BY_SUFFIX, media_type_of, title_from_metadata
 from agent_knowledge.repositories.bundle import Repositories
 from agent_knowledge.repositories.queues import IndexMessage
 from agent_knowledge.repositories.sources import SourceObjects, SourceTooLarge
@@ -30,6 +31,14 @@ from agent_knowledge.runtime.observability import logger
 
 # HTML shrinks when converted to text: allow raw objects up to what `prepare_document` accepts.
 MAX_SOURCE_BYTES = 4 * MAX_BODY_BYTES
+# PDF, DOCX, PPTX (binary_formats.py) may be larger: images and fonts are not text.
+
+
+def max_source_bytes(media_type: str | None) -> int:
+    """How large an object of this type may be (None: not known yet, the largest any type may be)."""
+    if media_type is None or media_type in BINARY_MEDIA_TYPES:
+        return MAX_BINARY_SOURCE_BYTES
+    return MAX_SOURCE_BYTES
 
 EventKind = Literal["put", "delete", "reconcile"]
 
@@ -131,7 +140,7 @@ def media_type_from(source_key: str, content_type: str) -> tuple[str, str | None
     if media_type not in MEDIA_TYPES:
         shown = content_type or "none"
         raise DocumentRejected(
-            f"unsupported type (Content-Type {shown}); use a .md, .markdown, .txt, .html or .htm key, "
+            f"unsupported type (Content-Type {shown}); use a {', '.join(MEDIA_TYPES_BY_SUFFIX)} key, "
             f"or Content-Type {', '.join(MEDIA_TYPES)}"
         )
     return media_type, declared
@@ -214,21 +223,24 @@ class SourceIngest:
         kb = self._ingestor.knowledge_base(event.kb_id)
         if not kb.enabled:
             raise DocumentRejected(f"knowledge base {event.kb_id!r} is disabled")
+        # The key's suffix gives the type's size limit; without one, the Content-Type will tell.
+        limit = max_source_bytes(media_type_of(event.source_key))
         if event.kind == "put":  # a reconcile has no size: it is checked on reading
-            self._check_size(event.size)
+            self._check_size(event.size, limit)
         try:
-            found = self._sources.get(event.key, version_id, MAX_SOURCE_BYTES)
+            found = self._sources.get(event.key, version_id, limit)
         except SourceTooLarge as exc:
-            self._check_size(exc.size)
+            self._check_size(exc.size, limit)
             raise
         if found is None:
             logger.info("object version gone before it was read", extra={"kb_id": event.kb_id})
             return None
         # What was read is what the record will say it holds (a reconcile learns it only now).
         source = replace(source, version_id=found.version_id or source.version_id, etag=found.etag or source.etag)
-        self._check_size(len(found.body))
         media_type, charset = media_type_from(event.source_key, found.content_type)
-        content = decode_declared(found.body, charset)
+        self._check_size(len(found.body), max_source_bytes(media_type))
+        # PDF, DOCX, PPTX are bytes whatever charset a Content-Type claims.
+        content = found.body if media_type in BINARY_MEDIA_TYPES else decode_declared(found.body, charset)
         try:
             # The same preparation as `doc put` (title from metadata, else found in the document),
             # so the revision an uploader computed locally is the one stored here.
@@ -247,11 +259,11 @@ class SourceIngest:
             raise
 
     @staticmethod
-    def _check_size(size: int) -> None:
+    def _check_size(size: int, limit: int) -> None:
         if size == 0:
             raise DocumentRejected("the object is empty")
-        if size > MAX_SOURCE_BYTES:
-            raise DocumentRejected(f"the object is larger than {MAX_SOURCE_BYTES} bytes ({size} bytes)")
+        if size > limit:
+            raise DocumentRejected(f"the object is larger than {limit} bytes ({size} bytes)")
 
 
 def index_messages(applied: list[Applied]) -> Iterator[IndexMessage]:

@@ -18,7 +18,7 @@ from agent_knowledge.ingest.markdown import MAX_HEADING_CHARS, first_heading, fr
 MAX_TITLE_CHARS = 200
 # A first line longer than this is a paragraph, not a title.
 MAX_FIRST_LINE_TITLE_CHARS = 120
-SOURCE_SUFFIXES = (".md", ".markdown", ".txt", ".html", ".htm")
+SOURCE_SUFFIXES = (".md", ".markdown", ".txt", ".html", ".htm", ".pdf", ".docx", ".pptx")
 # A `<title>` or `<h1>` is looked at only up to this far from its start tag: a longer one is not
 # a title, and a bound keeps the search linear (unclosed tags are not rescanned to the end).
 MAX_HTML_TITLE_SOURCE_CHARS = 16 * 1024

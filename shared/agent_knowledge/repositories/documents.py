@@ -45,7 +45,7 @@ class PendingChange:
     since: float
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class DocumentState:
     """What the reconciler and `kb status` compare with the sources bucket: a few small attributes
     of a record (`DocumentRepository.states`), never its chunk lists or title."""

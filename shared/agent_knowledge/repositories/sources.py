@@ -24,7 +24,7 @@ class SourceObject:
     etag: str | None = None
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class ListedObject:
     """One object of a bucket listing (ListObjectsV2: the current versions only)."""
 

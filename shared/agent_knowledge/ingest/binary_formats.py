@@ -1,0 +1,595 @@
+"""PDF, Word (.docx) and PowerPoint (.pptx) documents → their text, as Markdown, and a title.
+
+`prepare_document` calls `extract_document` for these media types, then prepares the text like
+any Markdown document (same chunking, same revision rules), so the CLI's local pre-check and the
+ingest function compute the same revision.
+
+The text follows the document: PDF pages in order, each after a `[page N]` line; Word paragraphs
+and tables (a row per line, cells separated by ` | `), headings (styles Title, Heading 1-6 or an
+outline level) as Markdown headings; PowerPoint slide by slide, each after a `[slide N]` line,
+its title as a heading, then its shapes, tables and speaker notes. Word headers, footers,
+footnotes and comments are left out.
+
+Title: the document's metadata title when it means something (not empty, not a producer's
+placeholder like "Microsoft Word - draft3.docx", "Untitled", "PowerPoint Presentation", a file
+name); else the first heading (Word), the first slide's title (PowerPoint) or the largest text at
+the top of the first page (PDF); else `prepare_document` falls back to the source key.
+
+Libraries (docs/DESIGN.md §10.x): PDFium through pypdfium2 for PDF, imported here only when a PDF
+is read (the query functions never load it; PDFium is not thread-safe, hence `_PDFIUM`); the
+standard library's zipfile and ElementTree for the OOXML formats, with every zip bound checked
+from the archive's directory before anything is decompressed (`MAX_ZIP_*`). Every refusal is a
+`DocumentRejected` with its reason; `check` (the document's CPU budget) is called per page, per
+slide and every few hundred XML elements.
+"""
+
+from __future__ import annotations
+
+import io
+import posixpath
+import re
+import threading
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import IO, Any
+
+from agent_knowledge.errors import DocumentRejected
+
+PDF = "application/pdf"
+DOCX = "application/vnd.openxmlformats-officedocument.wordprocessingml.document"
+PPTX = "application/vnd.openxmlformats-officedocument.presentationml.presentation"
+BINARY_MEDIA_TYPES = (PDF, DOCX, PPTX)
+
+# A source file of these formats may be this large (text formats: `MAX_SOURCE_BYTES`, 20 MiB):
+# PDFs and decks carry images and fonts the text does not need.
+MAX_BINARY_SOURCE_BYTES = 50 * 1024 * 1024
+MAX_PDF_PAGES = 2_000
+MAX_SLIDES = 1_000
+# DOCX/PPTX are zips. Checked from the archive's directory before anything is decompressed: the
+# entry count, the size of the directory itself, each entry's uncompressed size and their sum.
+# zipfile never yields more than an entry's declared size (a lying entry fails its CRC check).
+MAX_ZIP_ENTRIES = 10_000
+MAX_ZIP_DIRECTORY_BYTES = 4 * 1024 * 1024
+MAX_ZIP_ENTRY_BYTES = 64 * 1024 * 1024
+MAX_ZIP_TOTAL_BYTES = 256 * 1024 * 1024
+# The CPU budget is checked every this many XML elements.
+CHECK_EVERY_ELEMENTS = 512
+
+ENCRYPTED = "the file is encrypted (password protected); upload it without the password protection"
+NO_PDF_TEXT = "no extractable text; the PDF may be scanned images — OCR is not done (upload a PDF with a text layer)"
+
+
+@dataclass(frozen=True)
+class ExtractedDocument:
+    text: str  # Markdown
+    title: str | None  # found in the document (metadata, heading, title slide), else None
+
+
+def extract_document(
+    content: bytes, media_type: str, check: Callable[[], None], max_text_bytes: int
+) -> ExtractedDocument:
+    """The text and title of a PDF, DOCX or PPTX file (see the module doc)."""
+    if len(content) > MAX_BINARY_SOURCE_BYTES:
+        raise DocumentRejected(f"the file is larger than {MAX_BINARY_SOURCE_BYTES} bytes ({len(content)} bytes)")
+    text = _TextLimit(max_text_bytes)
+    if media_type == PDF:
+        return _pdf(content, check, text)
+    if media_type == DOCX:
+        return _docx(content, check, text)
+    if media_type == PPTX:
+        return _pptx(content, check, text)
+    raise DocumentRejected(f"unsupported media type {media_type!r}")
+
+
+class _TextLimit:
+    """Collects the extracted blocks; refuses more than `limit` bytes of UTF-8 as soon as they come."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self.blocks: list[str] = []
+        self._bytes = 0
+
+    def add(self, block: str) -> None:
+        self._bytes += len(block.encode("utf-8", "replace")) + 2
+        if self._bytes > self.limit:
+            raise DocumentRejected(
+                f"the extracted text is larger than {self.limit} bytes; split the document into smaller ones"
+            )
+        self.blocks.append(block)
+
+    def text(self) -> str:
+        return "\n\n".join(self.blocks) + "\n"
+
+
+# --- titles -----------------------------------------------------------------------------------
+
+_GENERIC_TITLES = re.compile(
+    r"(?:untitled|untitled document|no title|title|document\d*|doc\d*|presentation\d*|book\d*|"
+    r"powerpoint presentation|microsoft powerpoint presentation|microsoft word document|word document|"
+    r"slide \d+|page \d+|pdf|none|null|unknown|\(anonymous\)|anonymous|default|template|"
+    r"click to (?:add|edit) (?:master )?title(?: style)?)",
+    re.IGNORECASE,
+)
+_PRODUCER_PREFIX = re.compile(r"(?:microsoft\s+)?(?:word|powerpoint|excel|office)\s*-\s", re.IGNORECASE)
+_FILE_NAME = re.compile(
+    r"(?:^|[\\/])[^\\/]*\.(?:docx?|pptx?|xlsx?|pdf|rtf|odt|odp|txt|tex|dvi|ps|eps|indd|qxd|pages|key|html?|md)$",
+    re.IGNORECASE,
+)
+_PATH_LIKE = re.compile(r"^(?:[a-z]:\\|/|\\\\|file:)", re.IGNORECASE)
+MAX_FOUND_TITLE_CHARS = 200
+
+
+def meaningful_title(value: str | None) -> str | None:
+    """`value` with its white space collapsed, unless it is a placeholder or a file name."""
+    title = " ".join((value or "").split())
+    if not title or len(title) > MAX_FOUND_TITLE_CHARS * 2:
+        return None
+    if _GENERIC_TITLES.fullmatch(title) or _PRODUCER_PREFIX.match(title):
+        return None
+    if _FILE_NAME.search(title) or _PATH_LIKE.match(title):
+        return None
+    if not any(character.isalpha() for character in title):
+        return None  # "1", "---", "2024-01-02"
+    return title[:MAX_FOUND_TITLE_CHARS]
+
+
+# --- PDF ----------------------------------------------------------------------------------------
+
+# PDFium keeps global state and is not thread-safe: one document at a time per process (the CLI
+# prepares files in threads). Waiting for the lock costs no CPU of the waiting document's budget.
+_PDFIUM = threading.Lock()
+_PDFIUM_ENCRYPTED = {4, 6}  # FPDF_ERR_PASSWORD, FPDF_ERR_SECURITY (an unsupported handler)
+# PDFium's text: `\r\n` line ends, `\x02` for a hyphen it joined across a line break, and the
+# odd control character; form feeds are line breaks.
+_PDF_TEXT = str.maketrans(
+    {
+        "\r": None,
+        "\x02": None,
+        "\x0c": "\n",
+        **{chr(code): None for code in range(32) if chr(code) not in "\t\n\r\x02\x0c"},
+        "\ufffe": None,
+        "\uffff": None,
+    }
+)
+# The largest text on the first page is its title if it is clearly larger than the smallest.
+TITLE_FONT_RATIO = 1.25
+MAX_TITLE_SCAN_CHARS = 4_000
+
+
+def _pdf(content: bytes, check: Callable[[], None], text: _TextLimit) -> ExtractedDocument:
+    import pypdfium2 as pdfium  # here only: the query functions never load PDFium
+
+    with _PDFIUM:
+        try:
+            document = pdfium.PdfDocument(content)
+        except pdfium.PdfiumError as exc:
+            if exc.err_code in _PDFIUM_ENCRYPTED:
+                raise DocumentRejected(ENCRYPTED) from None
+            raise DocumentRejected(f"the file is not a readable PDF ({exc})") from None
+        try:
+            return _pdf_document(pdfium, document, check, text)
+        finally:
+            del document  # PDFium's handles are freed now, under the lock
+
+
+def _pdf_document(pdfium: Any, document: Any, check: Callable[[], None], text: _TextLimit) -> ExtractedDocument:
+    pages = len(document)
+    if pages > MAX_PDF_PAGES:
+        raise DocumentRejected(f"the PDF has {pages} pages, more than {MAX_PDF_PAGES}; split it into parts")
+    if pages == 0:
+        raise DocumentRejected("the PDF has no pages")
+    found_text = False
+    largest: str | None = None
+    for index in range(pages):
+        check()
+        try:
+            page = document[index]
+            textpage = page.get_textpage()
+            raw = textpage.get_text_range()
+            if index == 0:
+                largest = _largest_text(pdfium, textpage, raw)
+            textpage.close()
+            page.close()
+        except pdfium.PdfiumError as exc:
+            raise DocumentRejected(f"page {index + 1} of the PDF cannot be read ({exc})") from None
+        lines = (line.rstrip() for line in raw.translate(_PDF_TEXT).split("\n"))
+        page_text = "\n".join(lines).strip("\n")
+        found_text = found_text or bool(page_text.strip())
+        text.add(f"[page {index + 1}]\n\n{page_text}" if page_text.strip() else f"[page {index + 1}]")
+    if not found_text:
+        raise DocumentRejected(NO_PDF_TEXT)
+    try:
+        metadata_title = document.get_metadata_value("Title")
+    except pdfium.PdfiumError:
+        metadata_title = None
+    return ExtractedDocument(text.text(), meaningful_title(metadata_title) or meaningful_title(largest))
+
+
+def _largest_text(pdfium: Any, textpage: Any, raw: str) -> str | None:
+    """The first run of the largest text at the start of a page (a title page's title)."""
+    count = min(textpage.count_chars(), MAX_TITLE_SCAN_CHARS)
+    if count <= 0 or len(raw) < count:
+        return None
+    raw_api = pdfium.raw
+    sizes = [raw_api.FPDFText_GetFontSize(textpage, index) for index in range(count)]
+    visible = [size for size, character in zip(sizes, raw, strict=False) if not character.isspace() and size > 0]
+    if not visible or max(visible) < min(visible) * TITLE_FONT_RATIO:
+        return None  # one size of text: no title stands out
+    largest = max(visible)
+    run: list[str] = []
+    for size, character in zip(sizes, raw, strict=False):
+        if character.isspace() or size <= 0:
+            if run:
+                run.append(" ")
+        elif size >= largest * 0.95:
+            run.append(character)
+        elif run:
+            break
+    return "".join(run).strip() or None
+
+
+# --- zips (DOCX, PPTX) ----------------------------------------------------------------------------
+
+_EOCD = b"PK\x05\x06"
+_COMPOUND_FILE = b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1"  # OLE2: .doc, .ppt, and encrypted OOXML
+_ZIP64_LOCATOR = b"PK\x06\x07"
+_ZIP64_EOCD = b"PK\x06\x06"
+
+
+def _zip_directory_bounds(content: bytes) -> None:
+    """Refuses an archive whose directory declares too many entries or is too large, before
+    zipfile reads that directory."""
+    tail_start = max(0, len(content) - (22 + 65_535))
+    at = content.rfind(_EOCD, tail_start)
+    if at < 0 or len(content) < at + 22:
+        raise DocumentRejected("the file is not a readable Office document (not a zip archive)")
+    entries = int.from_bytes(content[at + 10 : at + 12], "little")
+    directory_bytes = int.from_bytes(content[at + 12 : at + 16], "little")
+    if entries == 0xFFFF or directory_bytes == 0xFFFFFFFF:  # Zip64: the counts are in its record
+        locator = at - 20
+        if locator < 0 or content[locator : locator + 4] != _ZIP64_LOCATOR:
+            raise DocumentRejected("the file is not a readable Office document (a broken Zip64 directory)")
+        record = int.from_bytes(content[locator + 8 : locator + 16], "little")
+        if content[record : record + 4] != _ZIP64_EOCD:
+            raise DocumentRejected("the file is not a readable Office document (a broken Zip64 directory)")
+        entries = int.from_bytes(content[record + 32 : record + 40], "little")
+        directory_bytes = int.from_bytes(content[record + 40 : record + 48], "little")
+    if entries > MAX_ZIP_ENTRIES:
+        raise DocumentRejected(f"the archive has {entries} entries, more than {MAX_ZIP_ENTRIES} (a zip bomb?)")
+    if directory_bytes > MAX_ZIP_DIRECTORY_BYTES:
+        raise DocumentRejected(
+            f"the archive's directory is larger than {MAX_ZIP_DIRECTORY_BYTES} bytes ({directory_bytes}; a zip bomb?)"
+        )
+
+
+class _Package:
+    """An OOXML package (a zip), its bounds checked before any part is decompressed."""
+
+    def __init__(self, content: bytes, kind: str) -> None:
+        import zipfile
+
+        self.kind = kind
+        if content.startswith(_COMPOUND_FILE):  # what Office writes when a password protects the file
+            if "EncryptedPackage".encode("utf-16-le") in content:
+                raise DocumentRejected(ENCRYPTED)
+            raise DocumentRejected(
+                f"the file is a legacy binary Office file, not a {kind} document; save it as .docx or .pptx"
+            )
+        _zip_directory_bounds(content)
+        try:
+            self._zip = zipfile.ZipFile(io.BytesIO(content))
+            infos = self._zip.infolist()
+        except (zipfile.BadZipFile, zipfile.LargeZipFile, ValueError, OSError, EOFError) as exc:
+            raise DocumentRejected(f"the file is not a readable {kind} document ({exc})") from None
+        if len(infos) > MAX_ZIP_ENTRIES:
+            raise DocumentRejected(f"the archive has {len(infos)} entries, more than {MAX_ZIP_ENTRIES} (a zip bomb?)")
+        total = 0
+        for info in infos:
+            if info.file_size > MAX_ZIP_ENTRY_BYTES:
+                raise DocumentRejected(
+                    f"the archive's entry {info.filename[:80]!r} unpacks to {info.file_size} bytes, "
+                    f"more than {MAX_ZIP_ENTRY_BYTES} (a zip bomb?)"
+                )
+            total += info.file_size
+        if total > MAX_ZIP_TOTAL_BYTES:
+            raise DocumentRejected(
+                f"the archive unpacks to {total} bytes, more than {MAX_ZIP_TOTAL_BYTES} (a zip bomb?)"
+            )
+        self._names = {info.filename for info in infos}
+        if "EncryptionInfo" in self._names or "EncryptedPackage" in self._names:
+            raise DocumentRejected(ENCRYPTED)
+
+    def has(self, name: str) -> bool:
+        return name in self._names
+
+    def read(self, name: str) -> bytes:
+        import zipfile
+
+        try:
+            data = self._zip.read(name)
+        except (zipfile.BadZipFile, ValueError, OSError, EOFError, NotImplementedError, RuntimeError) as exc:
+            raise DocumentRejected(f"the {self.kind} document's part {name!r} cannot be read ({exc})") from None
+        # OOXML parts never declare a DTD: refusing one leaves no entity expansion to the parser.
+        if b"<!DOCTYPE" in data or b"<!ENTITY" in data:
+            raise DocumentRejected(
+                f"the {self.kind} document's part {name!r} declares a DTD, which Office never writes"
+            )
+        return data
+
+    def events(self, name: str, check: Callable[[], None]) -> Iterator[tuple[str, Any]]:
+        """`iterparse` events ("start", "end") of a part, the CPU budget checked as it goes."""
+        from xml.etree import ElementTree
+
+        stream: IO[bytes] = io.BytesIO(self.read(name))
+        try:
+            for count, event in enumerate(ElementTree.iterparse(stream, events=("start", "end"))):
+                if count % CHECK_EVERY_ELEMENTS == 0:
+                    check()
+                yield event
+        except ElementTree.ParseError as exc:
+            raise DocumentRejected(f"the {self.kind} document's part {name!r} is not well-formed XML ({exc})") from None
+
+    def relationships(self, part: str) -> dict[str, tuple[str, str]]:
+        """The part's relationships: id → (type's last path segment, target part name)."""
+        folder, base = posixpath.split(part)
+        rels = posixpath.join(folder, "_rels", base + ".rels")
+        if not self.has(rels):
+            return {}
+        found: dict[str, tuple[str, str]] = {}
+        for event, element in self.events(rels, _no_check):
+            if event == "end" and _local(element.tag) == "Relationship":
+                target = element.get("Target", "")
+                if element.get("TargetMode") != "External" and target:
+                    name = target.lstrip("/") if target.startswith("/") else posixpath.join(folder, target)
+                    kind = element.get("Type", "").rsplit("/", 1)[-1]
+                    found[element.get("Id", "")] = (kind, posixpath.normpath(name))
+        return found
+
+    def main_part(self, default: str) -> str:
+        for kind, target in self.relationships("").values():
+            if kind == "officeDocument" and self.has(target):
+                return target
+        if self.has(default):
+            return default
+        raise DocumentRejected(f"the file is not a readable {self.kind} document (no main part)")
+
+    def core_title(self, check: Callable[[], None]) -> str | None:
+        if not self.has("docProps/core.xml"):
+            return None
+        for event, element in self.events("docProps/core.xml", check):
+            if event == "end" and _local(element.tag) == "title":
+                return meaningful_title("".join(element.itertext()))
+        return None
+
+
+def _no_check() -> None:
+    return None
+
+
+def _local(tag: str) -> str:
+    """An element's name without its namespace (Transitional and Strict OOXML alike)."""
+    return tag.rsplit("}", 1)[-1]
+
+
+def _attribute(element: Any, name: str) -> str | None:
+    for key, value in element.attrib.items():
+        if _local(key) == name:
+            return str(value)
+    return None
+
+
+# --- DOCX -------------------------------------------------------------------------------------------
+
+_HEADING_STYLE = re.compile(r"heading\s*([1-9])")
+
+
+def _docx_styles(package: _Package, check: Callable[[], None]) -> dict[str, int]:
+    """Paragraph style id → heading level (Title 1, Heading N → N, or the style's outline level)."""
+    levels: dict[str, int] = {}
+    if not package.has("word/styles.xml"):
+        return levels
+    style_id, name, outline = "", "", None
+    for event, element in package.events("word/styles.xml", check):
+        tag = _local(element.tag)
+        if event == "start" and tag == "style":
+            style_id, name, outline = _attribute(element, "styleId") or "", "", None
+        elif event == "end" and tag == "name":
+            name = (_attribute(element, "val") or "").lower()
+        elif event == "end" and tag == "outlineLvl":
+            outline = _attribute(element, "val")
+        elif event == "end" and tag == "style":
+            level = _style_level(style_id, name, outline)
+            if level:
+                levels[style_id] = level
+            element.clear()
+    return levels
+
+
+def _style_level(style_id: str, name: str, outline: str | None) -> int | None:
+    if name == "title" or style_id == "Title":
+        return 1
+    match = _HEADING_STYLE.fullmatch(name) or _HEADING_STYLE.fullmatch(style_id.lower())
+    if match:
+        return min(int(match.group(1)), 6)
+    if outline is not None and outline.isdigit() and int(outline) < 9:
+        return min(int(outline) + 1, 6)
+    return None
+
+
+def _docx(content: bytes, check: Callable[[], None], text: _TextLimit) -> ExtractedDocument:
+    package = _Package(content, "Word")
+    main = package.main_part("word/document.xml")
+    levels = _docx_styles(package, check)
+    first_heading: str | None = None
+    stack: list[Any] = []
+    tables: list[tuple[list[str], list[str]]] = []  # per open table: (cells of the row, parts of the cell)
+    rows: list[str] = []  # of the open top-level table: one block, a row per line
+    for event, element in package.events(main, check):
+        tag = _local(element.tag)
+        if event == "start":
+            stack.append(element)
+            if tag == "tbl":
+                tables.append(([], []))
+            continue
+        stack.pop()
+        if tag == "p":
+            line, level = _docx_paragraph(element, levels)
+            element.clear()  # its text is taken: an enclosing paragraph (a text box's) does not repeat it
+            if not line:
+                continue
+            if tables:
+                tables[-1][1].append(" ".join(line.split()))
+            elif level:
+                heading = " ".join(line.split())
+                first_heading = first_heading or heading
+                text.add("#" * level + " " + heading)
+            else:
+                text.add(line)
+        elif tag == "tc" and tables:
+            cells, parts = tables[-1]
+            cells.append(" ".join(parts))
+            parts.clear()
+        elif tag == "tr" and tables:
+            cells, _ = tables[-1]
+            row = " | ".join(cells)
+            cells.clear()
+            if row.strip(" |"):
+                if len(tables) > 1:
+                    tables[-2][1].append(row)  # a nested table's row: part of the outer cell
+                else:
+                    rows.append(row)
+        elif tag == "tbl" and tables:
+            tables.pop()
+            if not tables and rows:
+                text.add("\n".join(rows))
+                rows.clear()
+        if tag in {"p", "tbl"} and stack:
+            stack[-1].remove(element)  # done with: a long document never sits in memory as a tree
+    if not text.blocks or not any(block.strip() for block in text.blocks):
+        raise DocumentRejected("no extractable text in the Word document")
+    title = package.core_title(check) or meaningful_title(first_heading)
+    return ExtractedDocument(text.text(), title)
+
+
+def _docx_paragraph(paragraph: Any, levels: dict[str, int]) -> tuple[str, int | None]:
+    parts: list[str] = []
+    level: int | None = None
+    numbered = False
+    for element in paragraph.iter():
+        tag = _local(element.tag)
+        if tag == "t":
+            parts.append(element.text or "")
+        elif tag == "tab":
+            parts.append("\t")
+        elif tag in {"br", "cr"}:
+            parts.append("\n")
+        elif tag == "pStyle":
+            style = _attribute(element, "val") or ""
+            level = levels.get(style) or _style_level(style, "", None)
+        elif tag == "outlineLvl" and level is None:
+            value = _attribute(element, "val") or ""
+            level = min(int(value) + 1, 6) if value.isdigit() and int(value) < 9 else None
+        elif tag == "numPr":
+            numbered = True
+    line = "".join(parts).strip()
+    if line and numbered and not level:
+        line = "- " + line
+    return line, level
+
+
+# --- PPTX -------------------------------------------------------------------------------------------
+
+_TITLE_PLACEHOLDERS = {"title", "ctrTitle"}
+
+
+def _pptx(content: bytes, check: Callable[[], None], text: _TextLimit) -> ExtractedDocument:
+    package = _Package(content, "PowerPoint")
+    main = package.main_part("ppt/presentation.xml")
+    relations = package.relationships(main)
+    slides: list[str] = []
+    for event, element in package.events(main, check):
+        if event == "end" and _local(element.tag) == "sldId":
+            relation = next((value for key, value in element.attrib.items() if key.endswith("}id")), "")
+            found = relations.get(relation)
+            if found and found[0] == "slide" and package.has(found[1]):
+                slides.append(found[1])
+    if len(slides) > MAX_SLIDES:
+        raise DocumentRejected(
+            f"the presentation has {len(slides)} slides, more than {MAX_SLIDES}; split it into parts"
+        )
+    if not slides:
+        raise DocumentRejected("no extractable text in the PowerPoint document (it has no slides)")
+    first_title: str | None = None
+    found_text = False
+    for number, slide in enumerate(slides, start=1):
+        check()
+        title, blocks = _slide_shapes(package, slide, check)
+        notes = [
+            block
+            for kind, target in package.relationships(slide).values()
+            if kind == "notesSlide" and package.has(target)
+            for placeholder, block in _shapes(package, target, check)
+            if placeholder == "body"
+        ]
+        if number == 1:
+            first_title = title
+        found_text = found_text or bool(title or blocks or notes)
+        parts = [f"[slide {number}]"]
+        if title:
+            parts.append("# " + title)
+        parts.extend(blocks)
+        if notes:
+            parts.append("Notes: " + "\n".join(notes))
+        text.add("\n\n".join(parts))
+    if not found_text:
+        raise DocumentRejected("no extractable text in the PowerPoint document")
+    title = package.core_title(check) or meaningful_title(first_title)
+    return ExtractedDocument(text.text(), title)
+
+
+def _slide_shapes(package: _Package, slide: str, check: Callable[[], None]) -> tuple[str | None, list[str]]:
+    title: str | None = None
+    blocks: list[str] = []
+    for placeholder, block in _shapes(package, slide, check):
+        if placeholder in _TITLE_PLACEHOLDERS and title is None:
+            title = " ".join(block.split())
+        elif placeholder not in {"sldNum", "dt", "ftr", "sldImg", "hdr"}:
+            blocks.append(block)
+    return title, blocks
+
+
+def _shapes(package: _Package, part: str, check: Callable[[], None]) -> Iterator[tuple[str | None, str]]:
+    """(placeholder type or None, text) of each shape with text, and of each table row, in order."""
+    placeholder: str | None = None
+    paragraphs: list[str] = []
+    cells: list[str] = []
+    for event, element in package.events(part, check):
+        tag = _local(element.tag)
+        if event == "start":
+            if tag == "sp":
+                placeholder, paragraphs = None, []
+            continue
+        if tag == "ph":
+            placeholder = _attribute(element, "type") or "body"
+        elif tag == "p":  # a DrawingML paragraph (PresentationML has no element of that name)
+            line = "".join(
+                (child.text or "") if _local(child.tag) == "t" else "\n"
+                for child in element.iter()
+                if _local(child.tag) in {"t", "br"}
+            ).strip()
+            element.clear()
+            if line:
+                paragraphs.append(line)
+        elif tag == "tc":
+            cells.append(" ".join(" ".join(paragraphs).split()))
+            paragraphs = []
+        elif tag == "tr":
+            row = " | ".join(cells)
+            cells = []
+            if row.strip(" |"):
+                yield None, row
+        elif tag == "sp":
+            if paragraphs:
+                yield placeholder, "\n".join(paragraphs)
+            placeholder, paragraphs = None, []
+            element.clear()
