@@ -1,6 +1,15 @@
 """Bulk ingest into the local stack, and `serve` start-up time.
 
     .venv/bin/python -m bench.ingest_local [--documents 3000] [--megabytes 25] [--workers 4] [--serve-runs 3]
+    .venv/bin/python -m bench.ingest_local --folder man --documents 300 3000   # the folder journey (below)
+
+`--folder man|synthetic` measures what issue 24 asks of the local stack, once per `--documents`
+count, each on a fresh `serve`: `doc put KB --dir DIR --wait` of that many documents (this
+machine's manual pages rendered to text, `bench/man_corpus.py`, or the synthetic corpus below) —
+wall time, documents/s, the CPU of the serve process and of the CLI per document — while a
+separate client (threads of this process, the bench KB's own route and session) asks
+capabilities, search and read over and over: their p50/p95/max and every answer that is not 2xx.
+The serve log is searched for tracebacks, and the dead-letter queues are counted after the run.
 
 1. `serve` start-to-ready: start `agent-knowledge serve` on a free port (own state dir), wall time
    from process start until the banner with the bearer token is printed (what a person waits for;
@@ -21,7 +30,9 @@ whole corpus is `--megabytes` of UTF-8. Reproducible from `--seed`.
 from __future__ import annotations
 
 import argparse
+import functools
 import html
+import itertools
 import json
 import math
 import os
@@ -32,10 +43,14 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
-from tests.support.local_api import ServedApi, start_server
+from tests.support.local_api import LocalApiClient, Reply, ServedApi, start_server
 
 ROOT = Path(__file__).resolve().parents[1]
 ZH_SAMPLES = ROOT / "local" / "agent_knowledge_dev" / "sample_docs" / "zh"
@@ -178,14 +193,202 @@ class Server:
         )
 
 
+PROBE_QUERIES = ("configuration file", "command line options", "network interface", "print the version")
+PROBE_PAUSE_SECONDS = 0.2
+
+
+@dataclass
+class Probe:
+    """A separate client asking capabilities, search and read in turn while a load runs: latency
+    and status of every answer."""
+
+    client: LocalApiClient
+    route: str
+    samples: dict[str, list[float]] = field(default_factory=lambda: {"capabilities": [], "search": [], "read": []})
+    failures: list[dict[str, object]] = field(default_factory=list)
+    _stop: threading.Event = field(default_factory=threading.Event)
+    _thread: threading.Thread | None = None
+
+    def start(self) -> None:
+        self._thread = threading.Thread(target=self._run, name="probe", daemon=True)
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=60)
+
+    def _ask(self, name: str, call: Callable[[], Reply]) -> Reply | None:
+        try:
+            reply = call()
+        except OSError as exc:  # no answer at all counts as a failure too
+            self.failures.append({"endpoint": name, "status": None, "error": type(exc).__name__})
+            return None
+        self.samples[name].append(reply.seconds)
+        if not 200 <= reply.status < 300:
+            body = reply.body[:200].decode("utf-8", "replace")
+            self.failures.append({"endpoint": name, "status": reply.status, "body": body})
+        return reply
+
+    def _run(self) -> None:
+        for round_number in itertools.count():
+            if self._stop.is_set():
+                return
+            self._ask("capabilities", lambda: self.client.capabilities(self.route))
+            query = PROBE_QUERIES[round_number % len(PROBE_QUERIES)]
+            found = self._ask("search", functools.partial(self.client.search, {"query": query}, self.route))
+            hints = found.json().get("hints", []) if found is not None and found.status == 200 else []
+            if hints:
+                body = {"ref": hints[0]["ref"], "max_bytes": 4096}
+                self._ask("read", functools.partial(self.client.read, body, self.route))
+            self._stop.wait(PROBE_PAUSE_SECONDS)
+
+    def summary(self) -> dict[str, object]:
+        result: dict[str, object] = {}
+        for name, seconds in self.samples.items():
+            ordered = sorted(seconds)
+            result[name] = (
+                {
+                    "n": len(ordered),
+                    "p50_ms": round(1000 * statistics.median(ordered), 1),
+                    "p95_ms": round(1000 * ordered[min(len(ordered) - 1, int(0.95 * len(ordered)))], 1),
+                    "max_ms": round(1000 * ordered[-1], 1),
+                }
+                if ordered
+                else {"n": 0}
+            )
+        result["non_2xx"] = len(self.failures)
+        result["failures"] = self.failures[:10]
+        return result
+
+
+def _json(completed: subprocess.CompletedProcess[str], what: str) -> Any:
+    if completed.returncode:
+        raise SystemExit(f"{what} failed:\n{completed.stderr[-2000:]}")
+    return json.loads(completed.stdout)
+
+
+def _dead_letters(server: Server) -> dict[str, int]:
+    """Messages left in the dead-letter queues (moto, through the serve's endpoint)."""
+    import botocore.session
+
+    assert server.api is not None
+    moto = json.loads((server.state_dir / "serve.json").read_text())["moto_endpoint"]
+    sqs = botocore.session.get_session().create_client(
+        "sqs", region_name="us-east-1", endpoint_url=moto, aws_access_key_id="x", aws_secret_access_key="x"
+    )
+    counts = {}
+    for name in ("SourceDeadLetterQueue", "IndexDeadLetterQueue.fifo"):
+        url = sqs.get_queue_url(QueueName=name)["QueueUrl"]
+        attributes = sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["All"])["Attributes"]
+        counts[name] = int(attributes["ApproximateNumberOfMessages"]) + int(
+            attributes["ApproximateNumberOfMessagesNotVisible"]
+        )
+    return counts
+
+
+def folder_run(folder: Path, documents: int, work: Path, workers: int, timeout: float = 3600) -> dict[str, Any]:
+    """One fresh `serve`; `doc put bench --dir FOLDER --wait` under the probe (module doc)."""
+    server = Server(work / f"state-folder-{documents}")
+    server.start()
+    assert server.api is not None
+    try:
+        server.create_kb("bench")
+        for command in (
+            ("route", "put", "bench", "--kb", "bench"),
+            ("client", "put", "bench-agent", "--route", "bench"),
+        ):
+            _json(server.cli(*command)[1], " ".join(command))
+        session = _json(server.cli("session", "issue", "--client", "bench-agent", "--route", "bench")[1], "session")
+        probe = Probe(LocalApiClient("127.0.0.1", server.api.port, session["access_token"]), "bench")
+        load_before = os.getloadavg()
+        serve_cpu = server.cpu_seconds()
+        probe.start()
+        try:
+            seconds, result = server.cli(
+                "doc", "put", "bench", "--dir", str(folder), "--workers", str(workers), "--wait",
+                "--timeout", str(timeout), "--no-progress",
+            )  # fmt: skip
+        finally:
+            probe.stop()
+        serve_seconds = server.cpu_seconds() - serve_cpu
+        load_after = os.getloadavg()
+        summary = json.loads(result.stdout) if result.stdout.strip() else {"error": result.stderr[-2000:]}
+        dead = _dead_letters(server)
+    finally:
+        server.stop()
+    log = server.output.read_text(encoding="utf-8", errors="replace")
+    ready = int(summary.get("ready", 0))
+    return {
+        "documents": documents,
+        "exit_status": result.returncode,
+        "ready": ready,
+        "failed": summary.get("failed"),
+        "pending": len(summary.get("pending", [])),
+        "not_uploaded": len(summary.get("not_uploaded", [])),
+        "ignored": len(summary.get("ignored", [])),
+        "index_generation": summary.get("index_generation"),
+        "wall_seconds": round(seconds, 1),
+        "phase_seconds": summary.get("seconds"),
+        "documents_per_second": round(ready / seconds, 1),
+        "serve_cpu_seconds": round(serve_seconds, 1),
+        "cli_cpu_seconds": round(server.last_cli_cpu, 1),
+        "serve_cpu_ms_per_document": round(1000 * serve_seconds / documents, 1),
+        "cli_cpu_ms_per_document": round(1000 * server.last_cli_cpu / documents, 1),
+        "cpu_ms_per_document": round(1000 * (serve_seconds + server.last_cli_cpu) / documents, 1),
+        "probe": probe.summary(),
+        "serve_log": {"lines": len(log.splitlines()), "tracebacks": log.count("Traceback (most recent call last)")},
+        "dead_letters": dead,
+        "load_average": {"before": [round(x, 2) for x in load_before], "after": [round(x, 2) for x in load_after]},
+    }
+
+
+def folder_benchmark(corpus: str, counts: list[int], workers: int, seed: int) -> dict[str, Any]:
+    """`folder_run` for each count; CPU per document of the largest against the smallest."""
+    from bench import man_corpus
+
+    results: dict[str, Any] = {"corpus": corpus, "cpu_count": os.cpu_count(), "python": sys.version.split()[0]}
+    runs = []
+    with tempfile.TemporaryDirectory(prefix="bench-folder-") as scratch:
+        work = Path(scratch)
+        for count in counts:
+            folder = work / f"corpus-{count}"
+            if corpus == "man":
+                total = man_corpus.write_folder(folder, count)
+            else:
+                total = write_corpus(folder, count, megabytes=count * 0.005, seed=seed)
+            run = folder_run(folder, count, work, workers)
+            run["bytes"] = total
+            runs.append(run)
+            print(json.dumps(run), file=sys.stderr, flush=True)
+    results["runs"] = runs
+    if len(runs) > 1:
+        small, large = runs[0], runs[-1]
+        results["cpu_per_document_ratio_largest_smallest"] = round(
+            large["cpu_ms_per_document"] / max(small["cpu_ms_per_document"], 1e-9), 2
+        )
+    return results
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--documents", type=int, default=3000)
+    parser.add_argument("--documents", type=int, nargs="+", default=[3000])
     parser.add_argument("--megabytes", type=float, default=25.0)
     parser.add_argument("--workers", type=int, default=4)
     parser.add_argument("--serve-runs", type=int, default=3)
     parser.add_argument("--seed", type=int, default=2026)
+    parser.add_argument(
+        "--folder", choices=("man", "synthetic"), help="the folder journey under a probing client (module doc)"
+    )
     arguments = parser.parse_args()
+    if arguments.folder:
+        print(
+            json.dumps(
+                folder_benchmark(arguments.folder, arguments.documents, arguments.workers, arguments.seed), indent=2
+            )
+        )
+        return
+    arguments.documents = arguments.documents[0]
 
     results: dict[str, object] = {"cpu_count": os.cpu_count(), "python": sys.version.split()[0]}
     with tempfile.TemporaryDirectory(prefix="bench-ingest-") as scratch:

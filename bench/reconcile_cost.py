@@ -5,12 +5,14 @@ and the function's own time, per 10,000 objects, projected to a million.
 
 A KB of N objects, each with its document record (a record the size of a real one: the chunk lists
 of a document of `--chunks` chunks), all matching, is reconciled with `reconcile_kb` against a moto
-server in this process (`agent_knowledge_dev.stacks.moto_server_stack`). The calling thread's CPU
-time (`time.thread_time`) is the function's own work — botocore serializing and parsing, the
-comparison — without moto's, which runs in the server's threads; the AWS round trips are counted
-(ListObjectsV2 pages, Query pages) and their latency is not part of it. The records' DynamoDB
-item sizes give the read units the Query consumes (DynamoDB charges the whole items read, before
-the projection). Prices are `bench/pipeline.py`'s list prices.
+server in this process (`agent_knowledge_dev.stacks.moto_server_stack`). The function's own work is
+thread CPU time (`time.thread_time`) of the listing, of the Query and of the comparison, each timed
+on its own — botocore serializing and parsing, our code — without moto's, which runs in the
+server's threads; the AWS round trips are counted (ListObjectsV2 pages; Query pages as DynamoDB
+cuts them, at 1 MB of items) and their latency is not part of it. The records' DynamoDB item sizes
+give the read units the Query consumes (DynamoDB charges the whole items read, before the
+projection; eventually consistent: half a unit per 4 KB). Prices are `bench/pipeline.py`'s list
+prices.
 """
 
 from __future__ import annotations
@@ -149,12 +151,15 @@ def run(objects: int = 10_000, chunks: int = 8, repeats: int = 3) -> dict[str, A
     # Eventually consistent Query: half a read unit per 4 KB of items read (summed over the page).
     read_units = sum(sizes) / 4096 / 2 * per_million
     lists = calls["s3:ListObjectsV2"] * per_million
-    lambda_gb_seconds = statistics.median(cpu) * per_million * 1769 / 1024
+    # The function's own CPU: the listing's and the Query's parsing and the comparison (reconcile_kb
+    # reads the records on a second thread, so the calling thread's time alone misses the Query's).
+    own_cpu = list_cpu + query_cpu + compare_cpu
+    lambda_gb_seconds = own_cpu * per_million * 1769 / 1024
     return {
         "objects": objects,
         "record_bytes_mean": round(mean_item),
         "aws_calls": dict(calls),
-        "thread_cpu_seconds": [round(value, 3) for value in cpu],
+        "calling_thread_cpu_seconds": [round(value, 3) for value in cpu],
         "thread_cpu_breakdown": {
             "list_objects": round(list_cpu, 3),
             "query_states": round(query_cpu, 3),
@@ -163,13 +168,14 @@ def run(objects: int = 10_000, chunks: int = 8, repeats: int = 3) -> dict[str, A
         "wall_seconds_moto_server": [round(value, 3) for value in wall],
         "per_million_objects": {
             "list_requests": round(lists),
-            "list_usd": round(lists / 1000 * PRICES_USD["s3_put_per_1k"], 2),
+            "list_usd": round(lists / 1000 * PRICES_USD["s3_put_per_1k"], 4),
             # DynamoDB pages a Query at 1 MB of items read (moto does not).
             "query_pages": math.ceil(sum(sizes) * per_million / 1_048_576),
             "read_units": round(read_units),
             "read_usd": round(read_units / 1e6 * PRICES_USD["dynamodb_read_unit_per_million"], 3),
-            "function_cpu_seconds": round(statistics.median(cpu) * per_million, 1),
-            "lambda_usd_cpu_only": round(lambda_gb_seconds * PRICES_USD["lambda_gb_second"], 3),
+            "function_cpu_seconds": round(own_cpu * per_million, 1),
+            "lambda_gb_seconds_cpu_only": round(lambda_gb_seconds),
+            "lambda_usd_cpu_only": round(lambda_gb_seconds * PRICES_USD["lambda_gb_second"], 4),
         },
     }
 

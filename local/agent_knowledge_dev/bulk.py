@@ -1,12 +1,16 @@
 """A folder of documents: which files are in it, and reading one without leaving the folder.
 
-Source key = the path relative to the folder (with `/`). Every .md/.markdown/.txt/.html/.htm/
-.pdf/.docx/.pptx file counts; hidden files and folders (.git, .DS_Store) and other extensions are left out silently.
-Symbolic links are never followed, neither to files nor to folders: a link to `/etc/passwd`
-dropped into a docs folder must not end up in front of agents. They, and anything else that is
-not a regular file (FIFOs, devices, sockets — reading a FIFO would block forever) or cannot be
-listed, are reported in `Folder.skipped` with the reason. Reading opens with `O_NOFOLLOW` and
-checks the opened file again, so a file swapped for a link after the walk is refused too.
+Source key = the path relative to the folder (with `/`). Every regular file whose extension the
+ingest takes (`MEDIA_TYPES_BY_SUFFIX`: .md/.markdown/.txt/.html/.htm/.pdf/.docx/.pptx) counts.
+Everything else below the folder is reported in `Folder.ignored`, each with one reason of
+`IGNORED_REASONS`: `hidden` (a name starting with a dot: .git, .DS_Store — a hidden folder is
+reported once, not walked), `symlink` (never followed, neither to files nor to folders: a link to
+`/etc/passwd` dropped into a docs folder must not end up in front of agents), `not_regular_file`
+(FIFOs, devices, sockets — reading a FIFO would block forever), `unsupported_type` (another
+extension, or none), `too_large` (larger than the ingest takes a file of its type) and
+`unreadable` (the folder cannot be listed, or the entry inspected). Reading opens with
+`O_NOFOLLOW` and checks the opened file again, so a file swapped for a link after the walk is
+refused too.
 
 `ingest_directory` stores a folder straight through an `Ingestor` (the demo seed of `serve`);
 `doc put --dir` uploads to the sources bucket instead (commands/documents.py).
@@ -16,9 +20,11 @@ from __future__ import annotations
 
 import bisect
 import os
+import queue
 import stat
+import threading
+import time
 from collections.abc import Callable, Iterator
-from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any, TypeVar
@@ -42,10 +48,21 @@ class SourceFile:
     media_type: str
 
 
+# Why a path below the folder is not taken (module doc): one word each, the same on stderr and in
+# the JSON summary (`ignored: [{path, reason}]`).
+HIDDEN = "hidden"
+SYMLINK_IGNORED = "symlink"
+NOT_REGULAR_FILE = "not_regular_file"
+UNSUPPORTED_TYPE = "unsupported_type"
+TOO_LARGE = "too_large"
+UNREADABLE = "unreadable"
+IGNORED_REASONS = (HIDDEN, SYMLINK_IGNORED, NOT_REGULAR_FILE, UNSUPPORTED_TYPE, TOO_LARGE, UNREADABLE)
+
+
 @dataclass(frozen=True)
-class SkippedPath:
+class IgnoredPath:
     path: str  # relative to the folder, with `/`
-    reason: str
+    reason: str  # one of IGNORED_REASONS
 
     def as_dict(self) -> dict[str, str]:
         return {"path": self.path, "reason": self.reason}
@@ -54,7 +71,7 @@ class SkippedPath:
 @dataclass
 class Folder:
     files: list[SourceFile] = field(default_factory=list)
-    skipped: list[SkippedPath] = field(default_factory=list)
+    ignored: list[IgnoredPath] = field(default_factory=list)
 
 
 class UnreadableSource(ValueError):
@@ -62,43 +79,59 @@ class UnreadableSource(ValueError):
 
 
 def discover(root: Path) -> Folder:
-    """The files to ingest below `root`, in a stable order, and what was skipped (see module doc)."""
+    """The files to ingest below `root`, in a stable order, and what is not taken, with the reason
+    (see module doc)."""
     folder = Folder()
     _walk(root, "", folder)
     folder.files.sort(key=lambda source: source.source_key)
-    folder.skipped.sort(key=lambda skipped: skipped.path)
+    folder.ignored.sort(key=lambda ignored: ignored.path)
     return folder
+
+
+def max_file_bytes(media_type: str | None) -> int:
+    """How large a file of this type may be (what the ingest takes)."""
+    return MAX_BINARY_SOURCE_BYTES if media_type in BINARY_MEDIA_TYPES else MAX_FILE_BYTES
+
+
+def _classify(entry: os.DirEntry[str]) -> str | None:
+    """Why this entry (not a folder) is not taken; None when it is a file to ingest."""
+    if entry.name.startswith("."):
+        return HIDDEN
+    if entry.is_symlink():
+        return SYMLINK_IGNORED
+    if not entry.is_file(follow_symlinks=False):
+        return NOT_REGULAR_FILE
+    media_type = media_type_of(entry.name)
+    if media_type is None:
+        return UNSUPPORTED_TYPE
+    if entry.stat(follow_symlinks=False).st_size > max_file_bytes(media_type):
+        return TOO_LARGE
+    return None
 
 
 def _walk(directory: Path, prefix: str, folder: Folder) -> None:
     try:
         entries = list(os.scandir(directory))
-    except OSError as exc:
-        folder.skipped.append(SkippedPath(prefix.rstrip("/") or ".", f"cannot list the folder: {exc.strerror}"))
+    except OSError:
+        folder.ignored.append(IgnoredPath(prefix.rstrip("/") or ".", UNREADABLE))
         return
     for entry in entries:
-        if entry.name.startswith("."):
-            continue
         relative = prefix + entry.name
         try:
-            if entry.is_symlink():
-                folder.skipped.append(SkippedPath(relative, SYMLINK))
-            elif entry.is_dir(follow_symlinks=False):
+            if not entry.name.startswith(".") and entry.is_dir(follow_symlinks=False):
                 _walk(Path(entry.path), relative + "/", folder)
-            elif (media_type := media_type_of(entry.name)) is None:
-                continue
-            elif entry.is_file(follow_symlinks=False):
-                folder.files.append(SourceFile(Path(entry.path), relative, media_type))
+            elif (reason := _classify(entry)) is not None:
+                folder.ignored.append(IgnoredPath(relative, reason))
             else:
-                folder.skipped.append(SkippedPath(relative, "not a regular file"))
-        except OSError as exc:
-            folder.skipped.append(SkippedPath(relative, f"cannot inspect: {exc.strerror}"))
+                folder.files.append(SourceFile(Path(entry.path), relative, str(media_type_of(entry.name))))
+        except OSError:
+            folder.ignored.append(IgnoredPath(relative, UNREADABLE))
 
 
 def read_source(path: Path) -> bytes:
     """The file's bytes; refuses a link, a non-regular file or one larger than `MAX_FILE_BYTES`
     (`MAX_BINARY_SOURCE_BYTES` for a PDF, DOCX or PPTX file)."""
-    limit = MAX_BINARY_SOURCE_BYTES if media_type_of(path.name) in BINARY_MEDIA_TYPES else MAX_FILE_BYTES
+    limit = max_file_bytes(media_type_of(path.name))
     try:
         descriptor = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
     except OSError as exc:
@@ -153,22 +186,52 @@ ResultT = TypeVar("ResultT")
 
 
 def each_file(
-    sources: list[SourceFile], work: Callable[[SourceFile], ResultT], workers: int
+    sources: list[SourceFile],
+    work: Callable[[SourceFile], ResultT],
+    workers: int,
+    deadline: float | None = None,
 ) -> Iterator[tuple[SourceFile, ResultT | None, str | None]]:
     """`work` on every file, `workers` at a time, in the order they finish: `(file, result, None)`,
-    or `(file, None, error)` for a file that could not be read or stored."""
-    with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
-        futures = {pool.submit(work, source): source for source in sources}
-        for future in as_completed(futures):
-            source = futures[future]
+    or `(file, None, error)` for a file that could not be read or stored. With `deadline`
+    (`time.monotonic()`), it ends then: files not done by then are not yielded, none is started
+    after it, and the workers (daemon threads) never hold up the end of the process."""
+    todo: queue.SimpleQueue[SourceFile] = queue.SimpleQueue()
+    for source in sources:
+        todo.put(source)
+    done: queue.SimpleQueue[tuple[SourceFile, Any, str | None, BaseException | None]] = queue.SimpleQueue()
+    stop = threading.Event()
+
+    def worker() -> None:
+        while not stop.is_set():
             try:
-                result = future.result()
+                source = todo.get_nowait()
+            except queue.Empty:
+                return
+            try:
+                done.put((source, work(source), None, None))
             except AgentKnowledgeError as exc:  # DocumentRejected and storage failures carry a safe message
-                yield source, None, exc.message
+                done.put((source, None, exc.message, None))
             except UnreadableSource as exc:
-                yield source, None, str(exc)
-            else:
-                yield source, result, None
+                done.put((source, None, str(exc), None))
+            except BaseException as exc:  # a bug: raised again in the caller's thread
+                done.put((source, None, None, exc))
+
+    for index in range(min(max(1, workers), len(sources))):
+        threading.Thread(target=worker, name=f"each-file-{index}", daemon=True).start()
+    try:
+        for _ in sources:
+            remaining = None if deadline is None else deadline - time.monotonic()
+            if remaining is not None and remaining <= 0:
+                return
+            try:
+                source, result, error, crash = done.get(timeout=remaining)
+            except queue.Empty:
+                return
+            if crash is not None:
+                raise crash
+            yield source, result, error
+    finally:
+        stop.set()
 
 
 def ingest_directory(

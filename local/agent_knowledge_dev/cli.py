@@ -34,14 +34,17 @@ COMMANDS: list[Command] = [
 ]
 
 
-def build_parser(commands: Sequence[Command] = COMMANDS) -> argparse.ArgumentParser:
+def build_parser(commands: Sequence[Command] = COMMANDS, argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
+    """The whole parser; with `argv`, only the command it names gets its arguments (the others
+    only their name and help): building some commands' arguments imports what they run (`mcp` the
+    MCP SDK's host package), which every other command would pay for at start-up."""
     # Subparsers are built with the parent's class, so every level reports errors in one line.
     parser = OneLineParser(
         prog=ROOT_PROG,
         description="Run the agent knowledge API locally and administer a local or deployed stack.",
     )
     parser.add_argument("--version", action="version", version=f"{ROOT_PROG} {package_version()}")
-    _add_commands(parser, commands)
+    _add_commands(parser, commands, None if argv is None else [word for word in argv if not word.startswith("-")])
     return parser
 
 
@@ -54,21 +57,24 @@ def package_version() -> str:
         return "unknown (not installed)"
 
 
-def _add_commands(parser: argparse.ArgumentParser, commands: Sequence[Command]) -> None:
+def _add_commands(parser: argparse.ArgumentParser, commands: Sequence[Command], words: list[str] | None) -> None:
+    """`words`: the words of the command line that are not options (None: build everything)."""
     subparsers = parser.add_subparsers(metavar="COMMAND", required=True)
+    chosen = words[0] if words else None
     for command in commands:
         child = subparsers.add_parser(command.name, help=command.help, description=command.help)
+        selected = words is None or command.name == chosen
         if command.subcommands:
-            _add_commands(child, command.subcommands)
+            _add_commands(child, command.subcommands, None if words is None else words[1:] if selected else [])
             continue
-        if command.add_arguments:
+        if command.add_arguments and selected:
             command.add_arguments(child)
         child.set_defaults(run=command.run)
 
 
 def main(argv: Sequence[str] | None = None, commands: Sequence[Command] = COMMANDS) -> int:
     try:
-        arguments = build_parser(commands).parse_args(argv)
+        arguments = build_parser(commands, sys.argv[1:] if argv is None else argv).parse_args(argv)
         return int(arguments.run(arguments) or 0)
     except CliError as error:
         print(f"agent-knowledge: {error}", file=sys.stderr)

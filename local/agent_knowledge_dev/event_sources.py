@@ -13,7 +13,12 @@ Lambda would send, and calls the function's handler in this process. As with Lam
   in flight, so a KB is indexed by one batch at a time.
 
 `step()` runs one batch of one mapping (deterministic tests); `start()` runs pollers in threads
-(`serve`, benchmarks). Development tooling only; never in the layer.
+(`serve`, benchmarks): a bounded number per mapping (`pollers`; one for a FIFO queue), each
+long-polling (`LONG_POLL_SECONDS`, as Lambda's pollers do) so an idle stack makes a request per
+poller per second instead of ten. `serve`'s pollers use an SQS client of their own
+(`poller_sqs_client`): the functions' clients give up after 2 s, and a receive whose answer is
+lost leaves its messages invisible for the whole visibility timeout and counts a receive towards
+the dead-letter queue. Development tooling only; never in the layer.
 """
 
 from __future__ import annotations
@@ -27,7 +32,7 @@ import uuid
 from dataclasses import dataclass
 from typing import Any
 
-from agent_knowledge_dev.functions import load_handler, queue_functions
+from agent_knowledge_dev.functions import invocation_log_keys, load_handler, queue_functions
 from agent_knowledge_dev.lambda_context import LambdaContext
 from agent_knowledge_dev.stack import queue_name
 from agent_knowledge_dev.template import FunctionRoute, resources_of_type, template
@@ -120,7 +125,7 @@ class EventSourceRunner:
 
     # one batch ------------------------------------------------------------------------------
 
-    def _receive(self, mapping: Mapping) -> list[dict[str, Any]]:
+    def _receive(self, mapping: Mapping, wait_seconds: int = 0) -> list[dict[str, Any]]:
         messages: list[dict[str, Any]] = []
         deadline = time.monotonic() + mapping.batching_window_seconds
         while len(messages) < mapping.batch_size:
@@ -129,7 +134,7 @@ class EventSourceRunner:
                 MaxNumberOfMessages=min(10, mapping.batch_size - len(messages)),
                 MessageSystemAttributeNames=["All"],
                 MessageAttributeNames=["All"],
-                WaitTimeSeconds=0,
+                WaitTimeSeconds=0 if messages else wait_seconds,
             ).get("Messages", [])
             messages.extend(received)
             if not messages or time.monotonic() >= deadline:
@@ -138,14 +143,18 @@ class EventSourceRunner:
                 time.sleep(0.02)
         return messages
 
-    def step(self, mapping: Mapping) -> int:
-        """Receive and process one batch; returns how many messages it had."""
+    def step(self, mapping: Mapping, wait_seconds: int = 0) -> int:
+        """Receive and process one batch (waiting up to `wait_seconds` for a first message);
+        returns how many messages it had."""
+        # Not busy while waiting for messages: messages received are in flight, and the queue counts
+        # them (`queued`) until they are deleted.
+        messages = self._receive(mapping, wait_seconds)
+        if not messages:
+            return 0
         with self._busy_lock:
             self._busy += 1
         try:
-            messages = self._receive(mapping)
-            if messages:
-                self._invoke(mapping, messages)
+            self._invoke(mapping, messages)
             return len(messages)
         finally:
             with self._busy_lock:
@@ -157,7 +166,8 @@ class EventSourceRunner:
         self.invocations[mapping.function.function] += 1
         try:
             context = LambdaContext.for_function(mapping.function.function, request_id)
-            response = handler(sqs_event(mapping, messages), context)
+            with invocation_log_keys(context):
+                response = handler(sqs_event(mapping, messages), context)
         except Exception:  # noqa: BLE001 - Lambda reports any error as a failed invocation
             print(f"{mapping.function.function} failed:\n{traceback.format_exc()}", file=sys.stderr, flush=True)
             failed = {message["MessageId"] for message in messages}
@@ -244,7 +254,7 @@ class EventSourceRunner:
     def _poll(self, mapping: Mapping, poll_interval: float) -> None:
         while not self._stop.is_set():
             try:
-                if not self.step(mapping):
+                if not self.step(mapping, LONG_POLL_SECONDS) and not LONG_POLL_SECONDS:
                     self._stop.wait(poll_interval)
             except Exception:  # noqa: BLE001 - a poller never dies; Lambda's keeps polling too
                 print(f"{mapping.name} poller:\n{traceback.format_exc()}", file=sys.stderr, flush=True)
@@ -261,14 +271,32 @@ class EventSourceRunner:
 # (minutes): a poison message reaches the dead-letter queue in under half a minute locally.
 LOCAL_RETRY_VISIBILITY_SECONDS = 5
 LOCAL_POLL_INTERVAL_SECONDS = 0.1
+# A background poller's ReceiveMessage waits up to this long for a first message (SQS long
+# polling; Lambda's pollers wait 20 s). Short, so that `stop()` returns soon.
+LONG_POLL_SECONDS = 1
+
+
+def poller_sqs_client() -> Any:
+    """An SQS client for the pollers, against the current backend (AWS_ENDPOINT_URL). It waits up to
+    a minute for an answer: under a bulk load answers take a while, and a receive whose answer is
+    lost leaves its messages in flight until their visibility timeout."""
+    import botocore.session
+    from botocore.config import Config
+
+    config = Config(
+        connect_timeout=5,
+        read_timeout=60,
+        retries={"mode": "standard", "total_max_attempts": 2},
+        max_pool_connections=8,
+    )
+    return botocore.session.get_session().create_client("sqs", config=config)
 
 
 def start_local_pipeline() -> EventSourceRunner:
     """Complete moto's S3 events and start the pollers against the current backend (`serve`)."""
-    from agent_knowledge.repositories import aws
     from agent_knowledge_dev.s3_events import install
 
     install()
-    runner = EventSourceRunner(aws.client("sqs"), retry_visibility=LOCAL_RETRY_VISIBILITY_SECONDS)
+    runner = EventSourceRunner(poller_sqs_client(), retry_visibility=LOCAL_RETRY_VISIBILITY_SECONDS)
     runner.start(poll_interval=LOCAL_POLL_INTERVAL_SECONDS)
     return runner

@@ -50,6 +50,8 @@ _candidates: contextvars.ContextVar[tuple[Any, list[Any]] | None] = contextvars.
 _projecting: contextvars.ContextVar[bool] = contextvars.ContextVar("projecting", default=False)
 _names_lock = threading.Lock()
 _UNSET = object()
+# moto's `LimitedSizeDict` limit (DynamoDB's 400 KB, as moto measures it).
+ITEM_SIZE_LIMIT = 405000
 
 
 class _Untracked(list[Any]):
@@ -96,7 +98,7 @@ def _index_keys(table: Any) -> _IndexKeys:
     found = table.__dict__.get(_INDEX_KEYS)
     if found is None or found.signature != _signature(table):
         found = table.__dict__[_INDEX_KEYS] = _IndexKeys(table)
-    return found  # type: ignore[no-any-return]
+    return found
 
 
 def _stored(table: Any, key: tuple[Any, Any]) -> Any:
@@ -171,7 +173,7 @@ def _all_items(self: Any) -> list[Any]:
     override = _candidates.get()
     if override is not None and override[0] is self:
         return list(override[1])
-    return _installed["all_items"](self)  # type: ignore[no-any-return]
+    return _installed["all_items"](self)
 
 
 class _TableCopy:
@@ -241,6 +243,22 @@ def _item_size(self: Any) -> int:
     return sum(len(name.encode("utf-8")) + _value_size(value) for name, value in self.attrs.items())
 
 
+def _item_init(self: Any, hash_key: Any, range_key: Any, attrs: dict[str, Any]) -> None:
+    """`Item.__init__` with the 400 KB check made once for the whole item: moto's `LimitedSizeDict`
+    summed the size of every attribute so far on each insert (quadratic in the attributes, and a
+    document record carries long chunk lists). Same limit, same error."""
+    from moto.dynamodb.exceptions import ItemSizeTooLarge
+    from moto.dynamodb.models.dynamo_type import DynamoType, LimitedSizeDict
+
+    self.hash_key = hash_key
+    self.range_key = range_key
+    values = {key: DynamoType(value) for key, value in attrs.items()}
+    if sum(len(key.encode("utf-8")) + _value_size(value) for key, value in values.items()) > ITEM_SIZE_LIMIT:
+        raise ItemSizeTooLarge
+    self.attrs = LimitedSizeDict.__new__(LimitedSizeDict)
+    dict.update(self.attrs, values)
+
+
 def _binary(value: Any) -> bool:
     if value.type in {"B", "BS"}:
         return True
@@ -262,7 +280,7 @@ def _project(self: Any, projection_expressions: list[list[str]]) -> Any:
     selected = [(name, self.attrs[name]) for name in dict.fromkeys(names) if name in self.attrs]
     if any(_binary(value) for _, value in selected):
         return _installed["project"](self, projection_expressions)
-    projected = Item.__new__(Item)
+    projected: Any = Item.__new__(Item)
     projected.hash_key = self.hash_key
     projected.range_key = self.range_key
     # A projection of a stored item is never larger than it: no size check (as Item.__deepcopy__).
@@ -281,7 +299,7 @@ def _sorted_names(store: Any) -> list[str]:
     names = store.__dict__.get(_NAMES)
     if names is None or len(names) != dict.__len__(store):
         names = store.__dict__[_NAMES] = sorted(dict.keys(store))
-    return names  # type: ignore[no-any-return]
+    return names
 
 
 def _name_added(store: Any, key: str, new: bool) -> None:
@@ -402,6 +420,7 @@ def install() -> None:
         update_item=DynamoDBBackend.update_item,
         project=Item.project,
         size=Item.size,
+        item_init=Item.__init__,
         setitem=_VersionedKeyStore.__setitem__,
         setlist=_VersionedKeyStore.setlist,
         pop=_VersionedKeyStore.pop,
@@ -410,16 +429,21 @@ def install() -> None:
     for name in ("execute_statement", "execute_transaction", "batch_execute_statement"):
         _installed[name] = getattr(DynamoDBBackend, name)
         setattr(DynamoDBBackend, name, _forgetting(name))
-    Table.query = _query
-    Table.all_items = _all_items
-    Table.put_item = _put_item
-    DynamoDBBackend.update_item = _update_item
-    Item.project = _project
-    Item.size = _item_size
-    table.copy = _TableCopy()  # type: ignore[assignment]
-    _VersionedKeyStore.__setitem__ = _store_setitem
-    _VersionedKeyStore.setlist = _store_setlist
-    _VersionedKeyStore.pop = _store_pop
-    _VersionedKeyStore.__delitem__ = _store_delitem
-    S3Backend.list_objects = _list_objects
-    S3Backend._url_module = property(_url_module)
+    patches: list[tuple[Any, str, Any]] = [
+        (Table, "query", _query),
+        (Table, "all_items", _all_items),
+        (Table, "put_item", _put_item),
+        (DynamoDBBackend, "update_item", _update_item),
+        (Item, "project", _project),
+        (Item, "size", _item_size),
+        (Item, "__init__", _item_init),
+        (table, "copy", _TableCopy()),
+        (_VersionedKeyStore, "__setitem__", _store_setitem),
+        (_VersionedKeyStore, "setlist", _store_setlist),
+        (_VersionedKeyStore, "pop", _store_pop),
+        (_VersionedKeyStore, "__delitem__", _store_delitem),
+        (S3Backend, "list_objects", _list_objects),
+        (S3Backend, "_url_module", property(_url_module)),
+    ]
+    for owner, name, replacement in patches:
+        setattr(owner, name, replacement)

@@ -327,7 +327,7 @@ def _messages(queue: Any) -> _Messages:
             if state is None:
                 state = queue.__dict__[_STATE] = _Messages(queue)
                 queue._messages_lock = state.condition
-    return state  # type: ignore[no-any-return]
+    return state
 
 
 class _LazyAttributes(Mapping[str, Any]):

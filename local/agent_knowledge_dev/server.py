@@ -223,7 +223,7 @@ def serve(host: str, port: int, quiet: bool = False) -> int:
 
         api = _bind(host, port, Gateway(function_routes(), FunctionInvoker()), quiet)
         try:
-            with moto_server_stack() as stack:
+            with moto_server_stack(in_process=True) as stack:
                 lock.publish(ServerInfo(os.getpid(), api.base_url, stack.endpoint, stack.environment, time.time()))
                 _stop_on_signals()
                 print(

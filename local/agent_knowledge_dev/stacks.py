@@ -76,12 +76,21 @@ class MotoServerStack:
 
 
 @contextmanager
-def moto_server_stack(seed: bool = True, pipeline: bool = True) -> Iterator[MotoServerStack]:
+def moto_server_stack(
+    seed: bool = True, pipeline: bool = True, *, in_process: bool = False
+) -> Iterator[MotoServerStack]:
     """A moto server on loopback with the template's stack (and the demo workspace and sample
     documents when `seed`); this process is pointed at it for good (run it in its own process).
     With `pipeline`, objects put in the sources bucket are ingested and indexed as on AWS
     (`agent_knowledge_dev.event_sources`: S3 events and event source mappings, in this process),
-    and the reconciler runs on its schedule (`agent_knowledge_dev.reconcile_schedule`)."""
+    and the reconciler runs on its schedule (`agent_knowledge_dev.reconcile_schedule`).
+
+    With `in_process` (`serve`), the functions of this process reach the same moto backends
+    through moto's in-process mock instead of HTTP on loopback: the moto server stays for the
+    other processes (admin commands, `invoke`, `aws --endpoint-url`), and the functions' calls skip
+    the HTTP client, a TCP connection, werkzeug and Flask — about half of what each call cost, and
+    each document is a dozen calls. The fault drills keep HTTP (`stop_moto` cuts storage off)."""
+    from moto import mock_aws
     from moto.server import ThreadedMotoServer
 
     from agent_knowledge.repositories import aws
@@ -94,6 +103,7 @@ def moto_server_stack(seed: bool = True, pipeline: bool = True) -> Iterator[Moto
 
     moto_speedups.install()
     logging.getLogger("werkzeug").setLevel(logging.ERROR)
+    mock = None
     moto = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
     moto.start()
     host, port = moto.get_host_and_port()
@@ -102,6 +112,11 @@ def moto_server_stack(seed: bool = True, pipeline: bool = True) -> Iterator[Moto
         use_local_backend(stack.endpoint)
         stack.environment = create_stack(aws.client)
         use_stack_environment(stack.environment)
+        if in_process:
+            mock = mock_aws()
+            mock.start(reset=False)  # the backends the server already holds
+            os.environ.pop("AWS_ENDPOINT_URL", None)  # clients address AWS itself, which the mock answers
+            reset_caches()
         function_logs_to_stderr()  # after the environment: Powertools names its logger from it
         if seed:
             seed_demo(default_repositories())
@@ -122,4 +137,6 @@ def moto_server_stack(seed: bool = True, pipeline: bool = True) -> Iterator[Moto
             if runner is not None:
                 runner.stop()
     finally:
+        if mock is not None:
+            mock.stop(remove_data=False)
         stack.stop_moto()

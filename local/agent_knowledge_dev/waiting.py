@@ -28,8 +28,22 @@ from agent_knowledge_dev.sources import SourceObject, SourcesBucket
 DEFAULT_TIMEOUT_SECONDS = 300.0
 _FIRST_POLL_SECONDS = 0.1
 _MAX_POLL_SECONDS = 1.0
+# A listing reads every record of the KB: in a large KB the pause between two grows with what one
+# costs, so that polling takes at most about a tenth of the time (and of the stack's work).
+_POLL_COST_FACTOR = 10.0
+_MAX_ADAPTIVE_POLL_SECONDS = 10.0
 # Clocks of this machine and of the functions may differ a little (on AWS).
 _CLOCK_SLACK_SECONDS = 2.0
+
+
+@dataclass(frozen=True)
+class WaitProgress:
+    """How many of the changes waited for have landed, after one poll."""
+
+    ready: int
+    failed: int
+    removed: int
+    pending: int
 
 
 @dataclass
@@ -62,11 +76,13 @@ def wait_for_changes(
     started: float,
     timeout: float = DEFAULT_TIMEOUT_SECONDS,
     on_poll: Callable[[int], None] | None = None,
+    on_progress: Callable[[WaitProgress], None] | None = None,
     clock: Callable[[], float] = time.time,
     sleep: Callable[[float], None] = time.sleep,
 ) -> WaitResult:
     """`puts`: source key → the revision its upload carries; `deletes`: source keys deleted.
-    `started`: when the uploads began (epoch seconds). `on_poll(landed)` follows along."""
+    `started`: when the uploads began (epoch seconds). `on_poll(landed)` and `on_progress` follow
+    along after each poll."""
     result = WaitResult()
     waiting_puts, waiting_deletes = dict(puts), set(deletes)
     since = iso_utc(started - _CLOCK_SLACK_SECONDS)
@@ -74,7 +90,9 @@ def wait_for_changes(
     pause = _FIRST_POLL_SECONDS
     began = time.perf_counter()
     while True:
+        polled = time.perf_counter()
         listing = {entry.source_key: entry for entry in document_listing(repositories, kb_id)}
+        cost = time.perf_counter() - polled
         for source_key, revision in list(waiting_puts.items()):
             entry = listing.get(source_key)
             outcome = _landed_put(entry, revision, since)
@@ -87,10 +105,16 @@ def wait_for_changes(
                 waiting_deletes.discard(source_key)
         if on_poll:
             on_poll(len(puts) + len(deletes) - len(waiting_puts) - len(waiting_deletes))
+        if on_progress:
+            on_progress(
+                WaitProgress(
+                    len(result.ready), len(result.failed), len(result.removed), len(waiting_puts) + len(waiting_deletes)
+                )
+            )
         if (not waiting_puts and not waiting_deletes) or clock() >= deadline:
             break
         sleep(min(pause, max(0.0, deadline - clock())))
-        pause = min(pause * 2, _MAX_POLL_SECONDS)
+        pause = min(max(min(pause * 2, _MAX_POLL_SECONDS), _POLL_COST_FACTOR * cost), _MAX_ADAPTIVE_POLL_SECONDS)
     result.pending = sorted([*waiting_puts, *waiting_deletes])
     result.removed.sort()
     result.seconds = time.perf_counter() - began

@@ -148,7 +148,7 @@ def test_bulk_ingest_of_a_folder_with_one_broken_file(local_api: ServedApi, tmp_
             "kitchen.html": "<html><head><title>Kitchen rules</title></head>"
             "<body><p>Clean the espresso machine daily.</p></body></html>",
             "broken.md": b"# Broken\n\n\xff\xfe not UTF-8 \xc3\x28\n",
-            "ignored.pdf": b"%PDF-1.4",
+            "ignored.bin": b"\x00\x01 not a document type",
         },
     )
 

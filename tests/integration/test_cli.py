@@ -421,10 +421,12 @@ def test_a_folder_upload_never_follows_symbolic_links(run, tmp_path):
     summary = result.json()
     assert (summary["files"], summary["created"], summary["failed"]) == (1, 1, 0)
     assert summary["ignored"] == [
-        {"path": "linked", "reason": "symbolic link (not followed)"},
-        {"path": "passwd.md", "reason": "symbolic link (not followed)"},
-        {"path": "pipe.md", "reason": "not a regular file"},
+        {"path": "linked", "reason": "symlink"},
+        {"path": "passwd.md", "reason": "symlink"},
+        {"path": "pipe.md", "reason": "not_regular_file"},
     ]
+    # The same words on stderr, one line each.
+    assert "ignored: linked: symlink\n" in result.stderr and "ignored: pipe.md: not_regular_file\n" in result.stderr
     objects = _objects("links")
     assert list(objects) == ["guides/intro.md"]
     assert not any(b"secret" in body for body in objects.values())

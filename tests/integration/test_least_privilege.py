@@ -336,7 +336,9 @@ def test_the_reconciler_makes_exactly_the_calls_its_statements_grant(stack, reco
     handler = load_function("reconciler").lambda_handler
     with recorder.calls_of("reconciler"):
         later = dataclasses.replace(default_pipeline_dependencies(), clock=lambda: time.time() + GRACE_SECONDS + 60)
-        answer = handler(load_event("reconciler-scheduled"), LambdaContext.for_function("ReconcilerFunction"), deps=later)
+        answer = handler(
+            load_event("reconciler-scheduled"), LambdaContext.for_function("ReconcilerFunction"), deps=later
+        )
     (report,) = answer["reconciled"]
     assert report["missing"] == 1 and report["index_requested"]
     grants, used = granted("ReconcilerFunction"), recorder.calls["reconciler"]

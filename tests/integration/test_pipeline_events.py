@@ -42,7 +42,7 @@ def test_the_samples_drive_the_handlers_from_upload_to_search_to_delete(stack):
     ingest, indexer = load_function("ingest"), load_function("indexer")
 
     created = _with_object(load_event("ingest-object-created"), bucket, version["VersionId"])
-    assert ingest.lambda_handler(created, LambdaContext()) == {"batchItemFailures": []}
+    assert ingest.lambda_handler(created, LambdaContext.for_function("IngestFunction")) == {"batchItemFailures": []}
     record = stack.repositories.documents.get("handbook", document_id(SOURCE_KEY))
     assert record.status == "ready" and record.index_pending_since is not None
     assert record.source_sequencer == "0062F1A3B2C4D5E6F7"
@@ -55,11 +55,11 @@ def test_the_samples_drive_the_handlers_from_upload_to_search_to_delete(stack):
 
     marker = s3.delete_object(Bucket=bucket, Key=f"handbook/{SOURCE_KEY}")["VersionId"]
     removed = _with_object(load_event("ingest-object-removed"), bucket, marker)
-    assert ingest.lambda_handler(removed, LambdaContext()) == {"batchItemFailures": []}
+    assert ingest.lambda_handler(removed, LambdaContext.for_function("IngestFunction")) == {"batchItemFailures": []}
     assert indexer.lambda_handler(request, LambdaContext()) == {"batchItemFailures": []}
     assert search_titles(stack, ["handbook"], "sixteen weeks") == []
     # The same events again (a redelivery, and the older create after the delete): nothing changes.
-    assert ingest.lambda_handler(created, LambdaContext()) == {"batchItemFailures": []}
+    assert ingest.lambda_handler(created, LambdaContext.for_function("IngestFunction")) == {"batchItemFailures": []}
     assert stack.repositories.documents.get("handbook", record.doc_id).status == "deleted"
 
 

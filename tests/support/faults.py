@@ -4,8 +4,8 @@
 Faults are injected at the botocore client's `_make_api_call`, that is after botocore's own retries
 and only while a function invocation is running (`PipelineFaults.invocation`): the test's setup and
 its oracle, and Lambda's poller (receive, delete, change visibility), are never faulted. Each
-invocation has a fault rate and a seed: every call of the invocation, in the order they are made,
-meets a fault with that probability, of a kind chosen at random.
+invocation has a fault rate and a seed: every write of the invocation, in the order the calls are
+made, meets a fault with that probability (a read with a third of it), of a kind chosen at random.
 
 - `refused`: the call never reaches AWS; a 500/503 `ClientError` (what botocore raises once its
   retries are spent).
@@ -36,6 +36,10 @@ from botocore.exceptions import ClientError
 FaultKind = Literal["refused", "lost", "lost-retried", "crash"]
 FAULT_KINDS: tuple[FaultKind, ...] = ("refused", "lost", "lost-retried", "crash")
 SERVICES = frozenset({"s3", "dynamodb", "sqs"})
+# Operations that change something: a fault there is what can go wrong (a read that fails is only
+# retried), so reads meet faults at a third of the rate.
+WRITES = ("Put", "Update", "Delete", "Transact", "BatchWrite", "Send", "Copy", "Complete", "Upload", "Create")
+READ_RATE = 1 / 3
 
 # What each service answers when it fails on its side (all of them retryable by botocore).
 _SERVER_ERRORS = {
@@ -75,8 +79,9 @@ class Invocation:
     calls: list[Call] = field(default_factory=list)
     crashed: bool = False
 
-    def next_fault(self) -> FaultKind | None:
-        if self.rate <= 0 or self.rng.random() >= self.rate:
+    def next_fault(self, operation: str) -> FaultKind | None:
+        rate = self.rate if operation.startswith(WRITES) else self.rate * READ_RATE
+        if rate <= 0 or self.rng.random() >= rate:
             return None
         return self.rng.choice(FAULT_KINDS)
 
@@ -86,6 +91,25 @@ class Invocation:
 
     def faulted_kbs(self) -> set[str]:
         return {kb for call in self.faults for kb in call.kbs}
+
+
+class _Replay:
+    """The same request again, as botocore's retry sends it: its handlers replace parameters in
+    the dict they are given (a `Body` of bytes becomes a stream, read by the send), and a stream
+    is rewound to where it started."""
+
+    def __init__(self, api_params: dict[str, Any]) -> None:
+        self._params = dict(api_params)
+        self._positions = {
+            name: value.tell()
+            for name, value in api_params.items()
+            if hasattr(value, "seek") and hasattr(value, "tell")
+        }
+
+    def request(self) -> dict[str, Any]:
+        for name, position in self._positions.items():
+            self._params[name].seek(position)
+        return dict(self._params)
 
 
 class PipelineFaults:
@@ -134,22 +158,19 @@ class PipelineFaults:
             if invocation.crashed:  # nothing more leaves a dead container
                 raise ContainerDied(f"{service}.{operation_name} after the crash")
             index = len(invocation.calls)
-            fault = invocation.next_fault()
+            fault = invocation.next_fault(operation_name)
             invocation.calls.append(Call(index, service, operation_name, self._kbs(api_params), fault))
         if fault is None:
             return original(client, operation_name, api_params)
         if fault == "refused":
             raise server_error(service, operation_name)
-        if fault == "lost-retried":
-            try:
-                original(client, operation_name, api_params)
-            except ClientError:
-                pass  # whatever it answered is lost too
-            return original(client, operation_name, api_params)
+        replay = _Replay(api_params)
         try:
-            original(client, operation_name, api_params)
+            original(client, operation_name, replay.request())
         except ClientError:
-            pass
+            pass  # whatever it answered is lost too
+        if fault == "lost-retried":
+            return original(client, operation_name, replay.request())
         if fault == "lost":
             raise server_error(service, operation_name)
         with self._lock:

@@ -98,7 +98,26 @@ def test_a_file_over_the_binary_size_limit_fails(monkeypatch):
 def test_a_binary_document_is_never_decoded_as_text():
     # NUL bytes are refused in text documents only; a PDF given as text is refused as such.
     assert prepare_document(None, pdf([["Text"]]) + b"\x00\x00", PDF, "n.pdf").body.startswith("[page 1]")
-    assert "give its bytes, not text" in rejected(pdf([["Text"]]).decode("latin-1"), PDF)  # type: ignore[arg-type]
+    assert "is a binary format: give the file's bytes" in rejected(pdf([["Text"]]).decode("latin-1"), PDF)  # type: ignore[arg-type]
+
+
+def test_pdfs_prepared_in_threads_take_turns_with_pdfium():
+    # The CLI prepares a folder's files in threads; PDFium is not thread-safe (binary_formats._PDFIUM).
+    from concurrent.futures import ThreadPoolExecutor
+
+    files = [pdf([[f"Document {n} page {page}"] for page in range(20)]) for n in range(8)]
+    files += [pdf([["secret"]], encrypted=True), b"%PDF-1.4 broken"]
+
+    def prepare(content: bytes) -> str:
+        try:
+            return prepare_document(None, content, PDF, "t.pdf").body.splitlines()[2]
+        except DocumentRejected as exc:
+            return exc.message[:20]
+
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        found = list(pool.map(prepare, files * 3))
+    assert found[:8] == [f"Document {n} page 0" for n in range(8)]
+    assert found[8:10] == ["the file is encrypte", "the file is not a re"] and found[10:] == found[:10] * 2
 
 
 def test_many_pages_are_linear_and_fast():
@@ -145,6 +164,21 @@ def test_docx_heading_styles_by_name_in_styles_part():
     )
     content = docx(("berschrift1", "Überblick"), "Text.", extra={"word/styles.xml": styles})
     assert prepare_document(None, content, DOCX, "d.docx").body == "# Überblick\n\nText.\n"
+
+
+def test_docx_current_text_only_and_deep_nesting_is_no_recursion():
+    w = 'xmlns:w="http://schemas.openxmlformats.org/wordprocessingml/2006/main"'
+    mc = 'xmlns:mc="http://schemas.openxmlformats.org/markup-compatibility/2006"'
+    body = (
+        "<w:p><w:r><w:t>Kept </w:t></w:r><w:del><w:r><w:delText>deleted</w:delText></w:r></w:del>"
+        "<w:moveFrom><w:r><w:t>moved away</w:t></w:r></w:moveFrom><w:r><w:t>text</w:t></w:r></w:p>"
+        "<mc:AlternateContent><mc:Choice><w:p><w:r><w:t>Box text</w:t></w:r></w:p></mc:Choice>"
+        "<mc:Fallback><w:p><w:r><w:t>Box text again</w:t></w:r></w:p></mc:Fallback></mc:AlternateContent>"
+        "<w:p>" + "<w:r>" * 5_000 + "<w:t>Deep</w:t>" + "</w:r>" * 5_000 + "</w:p>"
+    )
+    document = f"<w:document {w} {mc}><w:body>{body}</w:body></w:document>"
+    prepared = prepare_document(None, docx(extra={"word/document.xml": document}), DOCX, "d.docx")
+    assert prepared.body == "Kept text\n\nBox text\n\nDeep\n"
 
 
 def test_docx_without_text_fails():

@@ -46,7 +46,8 @@ def test_chunk_metadata_describes_the_body() -> None:
         ("T", "<script>x</script>", "text/html", "body is empty after converting HTML"),
         ("T", b"ok \xff\xfe bad", "text/plain", "not valid UTF-8"),
         ("T", "lone \ud800 surrogate", "text/plain", "not valid Unicode"),
-        ("T", "body", "application/pdf", "unsupported media type"),
+        ("T", "body", "application/msword", "unsupported media type"),
+        ("T", "body", "application/pdf", "is a binary format: give the file's bytes"),
         ("T", b"a" * (MAX_BODY_BYTES + 1), "text/plain", f"larger than {MAX_BODY_BYTES}"),
     ],
 )

@@ -32,11 +32,48 @@ def test_discover_skips_and_reports_links_to_files_and_folders_outside(tmp_path:
         ("b.txt", "text/plain"),
         ("sub/a.md", "text/markdown"),
     ]
-    assert [(s.path, s.reason) for s in folder.skipped] == [
-        ("elsewhere", "symbolic link (not followed)"),
-        ("inside-link.md", "symbolic link (not followed)"),
-        ("passwd.md", "symbolic link (not followed)"),
+    assert [(ignored.path, ignored.reason) for ignored in folder.ignored] == [
+        (".hidden.md", "hidden"),
+        ("elsewhere", "symlink"),
+        ("image.png", "unsupported_type"),
+        ("inside-link.md", "symlink"),
+        ("passwd.md", "symlink"),
     ]
+
+
+def test_discover_reports_every_entry_it_does_not_take_with_one_reason(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 24: regular `.gz` files were dropped without a word, hidden folders were not reported
+    and too-large files only failed when read."""
+    from agent_knowledge_dev import bulk
+
+    root = write_folder(
+        tmp_path / "docs",
+        {
+            "guide.md": "# Guide",
+            "notes.markdown": "# Notes",
+            "page.htm": "<title>Page</title>",
+            "changelog.gz": b"\x1f\x8b",
+            "README": "no extension",
+            ".git/config": "[core]",
+            "big.txt": "x" * 200,
+        },
+        links={"archive.gz": tmp_path / "docs" / "changelog.gz"},
+    )
+    os.mkfifo(root / "pipe.txt")
+    monkeypatch.setattr(bulk, "MAX_FILE_BYTES", 100)
+    folder = discover(root)
+    assert [f.source_key for f in folder.files] == ["guide.md", "notes.markdown", "page.htm"]
+    assert [(ignored.path, ignored.reason) for ignored in folder.ignored] == [
+        (".git", "hidden"),  # once, not walked
+        ("README", "unsupported_type"),
+        ("archive.gz", "symlink"),
+        ("big.txt", "too_large"),
+        ("changelog.gz", "unsupported_type"),
+        ("pipe.txt", "not_regular_file"),
+    ]
+    assert {ignored.reason for ignored in folder.ignored} <= set(bulk.IGNORED_REASONS)
 
 
 def test_read_source_refuses_a_file_swapped_for_a_link_after_the_walk(tmp_path: Path) -> None:

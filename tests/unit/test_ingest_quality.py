@@ -87,7 +87,8 @@ def test_media_types_by_extension() -> None:
     assert media_type_of("a/b/Guide.MD") == "text/markdown"
     assert media_type_of("x.htm") == "text/html"
     assert media_type_of("notes.txt") == "text/plain"
-    assert media_type_of("report.pdf") is None
+    assert media_type_of("report.pdf") == "application/pdf"  # PDF, DOCX, PPTX: tests/unit/test_binary_formats.py
+    assert media_type_of("report.doc") is None
     assert media_type_of("Makefile") is None
 
 

@@ -194,7 +194,7 @@ def _put_file(arguments: argparse.Namespace) -> int:
         "source_key": source_key,
         "object": session.bucket.uri(session.kb_id, source_key),
         # The object version this run uploaded (skipped: the current one); None in an unversioned bucket.
-        "version_id": (put.uploaded or put.current).version_id if (put.uploaded or put.current) else None,
+        "version_id": getattr(put.uploaded or put.current, "version_id", None),
     }
     if arguments.wait:
         result["superseded"] = superseded
@@ -345,17 +345,34 @@ def _expected(source_key: str, prepared: Any, uploaded_at: float) -> dict[str, A
     }
 
 
+# Without a terminal, `--wait` says how far it got on stderr this often (with one, the bar does).
+WAIT_PROGRESS_SECONDS = 10.0
+
+
 def _wait(
-    arguments: argparse.Namespace, session: _Session, puts: dict[str, str | None], deletes: set[str], started: float
+    arguments: argparse.Namespace,
+    session: _Session,
+    puts: dict[str, str | None],
+    deletes: set[str],
+    started: float,
+    timeout: float | None = None,
 ) -> Any:
+    """Wait for the changes (waiting.wait_for_changes) at most `timeout` seconds (default
+    --timeout), with progress on stderr: ready / failed / pending counts."""
     from agent_knowledge_dev.progress import ProgressBar
-    from agent_knowledge_dev.waiting import wait_for_changes
+    from agent_knowledge_dev.waiting import WaitProgress, wait_for_changes
 
-    bar = ProgressBar(len(puts) + len(deletes), enabled=getattr(arguments, "progress", None))
+    bar = ProgressBar(
+        len(puts) + len(deletes),
+        enabled=getattr(arguments, "progress", None),
+        every=WAIT_PROGRESS_SECONDS,
+        label="waiting",
+    )
 
-    def follow(landed: int) -> None:
-        while bar.done < landed:
-            bar.advance("searchable")
+    def follow(progress: WaitProgress) -> None:
+        removed = f", {progress.removed} removed" if deletes else ""
+        landed = progress.ready + progress.failed + progress.removed
+        bar.show(landed, f"{progress.ready} ready, {progress.failed} failed, {progress.pending} pending{removed}")
 
     try:
         return wait_for_changes(
@@ -364,8 +381,8 @@ def _wait(
             puts,
             deletes,
             started=started,
-            timeout=arguments.timeout,
-            on_poll=follow,
+            timeout=arguments.timeout if timeout is None else timeout,
+            on_progress=follow,
         )
     finally:
         bar.close()
@@ -379,6 +396,7 @@ def _put_directory(arguments: argparse.Namespace) -> int:
     from agent_knowledge_dev.bulk import FolderOutcomes, discover
     from agent_knowledge_dev.progress import ProgressBar
 
+    deadline = time.monotonic() + arguments.timeout  # --timeout bounds the whole command
     root: Path = arguments.dir
     if not root.is_dir():
         raise CliError(f"folder not found: {root}")
@@ -392,12 +410,14 @@ def _put_directory(arguments: argparse.Namespace) -> int:
     remote = session.bucket.objects(session.kb_id)
     documents = {entry.source_key: entry.status for entry in document_listing(session.repositories, session.kb_id)}
     bar = ProgressBar(len(folder.files), enabled=arguments.progress)
-    for skipped in folder.skipped:
-        bar.message(f"skipped: {skipped.path}: {skipped.reason}")
+    for ignored in folder.ignored:
+        bar.message(f"ignored: {ignored.path}: {ignored.reason}")
     pruned: set[str] = set()
     try:
-        uploaded = _upload_all(session, folder.files, remote, documents, summary, bar, arguments.workers)
-        if arguments.prune:
+        uploaded, not_uploaded = _upload_all(
+            session, folder.files, remote, documents, summary, bar, arguments.workers, deadline
+        )
+        if arguments.prune and not not_uploaded:
             present = {source.source_key for source in folder.files}
             for source_key in sorted(set(remote) - present):
                 if not (root / source_key).exists():  # only files that are gone, not ones left out
@@ -407,14 +427,28 @@ def _put_directory(arguments: argparse.Namespace) -> int:
     finally:
         bar.close()
     upload_seconds = time.perf_counter() - clock
-    result: dict[str, Any] = {**summary.counts(), "ignored": [skipped.as_dict() for skipped in folder.skipped]}
-    status = 1 if summary.failed else 0
+    if not_uploaded:
+        note(
+            f"not uploaded within --timeout {arguments.timeout:g} s: {len(not_uploaded)} of {len(folder.files)} "
+            "files (listed in not_uploaded; run the same command again to send them)"
+        )
+    result: dict[str, Any] = {
+        **summary.counts(),
+        "ignored": [ignored.as_dict() for ignored in folder.ignored],
+        "not_uploaded": not_uploaded,
+    }
+    status = 1 if summary.failed or not_uploaded else 0
     if arguments.wait:
-        waited = _wait(arguments, session, uploaded, pruned, started)
-        for source_key, entry in sorted(waited.failed.items()):
-            summary.fail(source_key, entry.reason or "failed")
-        result.update(failed=summary.failed, failures=summary.failures, ready=len(waited.ready), pending=waited.pending)
-        status = 1 if summary.failed or waited.pending else 0
+        remaining = max(0.0, deadline - time.monotonic())
+        try:
+            waited = _before(deadline, lambda: _wait(arguments, session, uploaded, pruned, started, remaining))
+            ready, pending = len(waited.ready), waited.pending
+            for source_key, entry in sorted(waited.failed.items()):
+                summary.fail(source_key, entry.reason or "failed")
+        except _Late:
+            ready, pending = 0, sorted([*uploaded, *pruned])
+        result.update(failed=summary.failed, failures=summary.failures, ready=ready, pending=pending)
+        status = 1 if summary.failed or pending or not_uploaded else 0
     from agent_knowledge.ingest.status import kb_status
 
     result["index_generation"] = kb_status(session.repositories, session.kb_id).index_generation
@@ -430,7 +464,7 @@ def _store_folder_directly(arguments: argparse.Namespace, session: _Session, roo
     if arguments.prune:
         raise CliError("--prune needs the stack's sources bucket (deploy the current template)")
     started = time.perf_counter()
-    ignored = [skipped.as_dict() for skipped in discover(root).skipped]
+    ignored = [ignored.as_dict() for ignored in discover(root).ignored]
     stored = ingest_directory(Ingestor(session.repositories), session.kb_id, root, workers=arguments.workers)
     for failure in stored.failures:
         note(f"failed: {failure['source_key']}: {failure['error']}")
@@ -457,9 +491,11 @@ def _upload_all(
     summary: FolderOutcomes,
     bar: Any,
     workers: int,
-) -> dict[str, str | None]:
-    """Upload the files that changed, counting each file's outcome in `summary`; returns the
-    revision of each file uploaded, by source key."""
+    deadline: float,
+) -> tuple[dict[str, str | None], list[str]]:
+    """Upload the files that changed, counting each file's outcome in `summary`, until `deadline`
+    (time.monotonic); returns the revision of each file uploaded, by source key, and the source
+    keys of the files not done by the deadline."""
     from agent_knowledge_dev.bulk import each_file, read_source
     from agent_knowledge_dev.sources import content_etag
 
@@ -474,7 +510,9 @@ def _upload_all(
         return ("created" if current is None else "updated"), prepared.revision
 
     uploaded: dict[str, str | None] = {}
-    for source, done, error in each_file(files, upload, workers):
+    finished: set[str] = set()
+    for source, done, error in each_file(files, upload, workers, deadline):
+        finished.add(source.source_key)
         if error is not None:
             summary.fail(source.source_key, error)
             bar.message(f"failed: {source.source_key}: {error}")
@@ -484,7 +522,7 @@ def _upload_all(
             if outcome != "skipped":
                 uploaded[source.source_key] = revision
         bar.advance(source.source_key)
-    return uploaded
+    return uploaded, sorted(source.source_key for source in files if source.source_key not in finished)
 
 
 # --- delete, list -------------------------------------------------------------------------------

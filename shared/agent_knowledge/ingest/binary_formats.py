@@ -15,8 +15,9 @@ placeholder like "Microsoft Word - draft3.docx", "Untitled", "PowerPoint Present
 name); else the first heading (Word), the first slide's title (PowerPoint) or the largest text at
 the top of the first page (PDF); else `prepare_document` falls back to the source key.
 
-Libraries (docs/DESIGN.md §10.x): PDFium through pypdfium2 for PDF, imported here only when a PDF
-is read (the query functions never load it; PDFium is not thread-safe, hence `_PDFIUM`); the
+Libraries (docs/DESIGN.md §10, "PDF, Word and PowerPoint"): PDFium through pypdfium2 for PDF,
+imported here only when a PDF is read (the query functions never load it; PDFium is not
+thread-safe, hence `_PDFIUM`); the
 standard library's zipfile and ElementTree for the OOXML formats, with every zip bound checked
 from the archive's directory before anything is decompressed (`MAX_ZIP_*`). Every refusal is a
 `DocumentRejected` with its reason; `check` (the document's CPU budget) is called per page, per
@@ -166,10 +167,15 @@ def _pdf(content: bytes, check: Callable[[], None], text: _TextLimit) -> Extract
             if exc.err_code in _PDFIUM_ENCRYPTED:
                 raise DocumentRejected(ENCRYPTED) from None
             raise DocumentRejected(f"the file is not a readable PDF ({exc})") from None
+        refusal: str | None = None
         try:
-            return _pdf_document(pdfium, document, check, text)
-        finally:
-            del document  # PDFium's handles are freed now, under the lock
+            extracted = _pdf_document(pdfium, document, check, text)
+        except DocumentRejected as exc:
+            refusal = exc.message  # the traceback (and the pages its frames hold) goes with `exc`
+        del document  # PDFium's handles are freed now, under the lock
+    if refusal is not None:
+        raise DocumentRejected(refusal)
+    return extracted
 
 
 def _pdf_document(pdfium: Any, document: Any, check: Callable[[], None], text: _TextLimit) -> ExtractedDocument:
@@ -366,6 +372,21 @@ def _no_check() -> None:
     return None
 
 
+# Content that is not the document's current text: tracked deletions and moves (their text is
+# also where it moved to), and the fallback of markup compatibility (a copy of the choice before it).
+_NOT_CURRENT_TEXT = frozenset({"del", "moveFrom", "Fallback"})
+
+
+def _walk(element: Any, skip: frozenset[str]) -> Iterator[Any]:
+    """`element` and its descendants in document order, without the subtrees named in `skip`
+    (a loop, not recursion: nesting depth is the file's to choose)."""
+    pending = [element]
+    while pending:
+        current = pending.pop()
+        yield current
+        pending.extend(child for child in reversed(current) if _local(child.tag) not in skip)
+
+
 def _local(tag: str) -> str:
     """An element's name without its namespace (Transitional and Strict OOXML alike)."""
     return tag.rsplit("}", 1)[-1]
@@ -424,18 +445,21 @@ def _docx(content: bytes, check: Callable[[], None], text: _TextLimit) -> Extrac
     stack: list[Any] = []
     tables: list[tuple[list[str], list[str]]] = []  # per open table: (cells of the row, parts of the cell)
     rows: list[str] = []  # of the open top-level table: one block, a row per line
+    skipped = 0  # depth inside content that is not the current text (`_NOT_CURRENT_TEXT`)
     for event, element in package.events(main, check):
         tag = _local(element.tag)
         if event == "start":
             stack.append(element)
+            skipped += tag in _NOT_CURRENT_TEXT
             if tag == "tbl":
                 tables.append(([], []))
             continue
         stack.pop()
+        skipped -= tag in _NOT_CURRENT_TEXT
         if tag == "p":
             line, level = _docx_paragraph(element, levels)
             element.clear()  # its text is taken: an enclosing paragraph (a text box's) does not repeat it
-            if not line:
+            if not line or skipped:
                 continue
             if tables:
                 tables[-1][1].append(" ".join(line.split()))
@@ -475,7 +499,7 @@ def _docx_paragraph(paragraph: Any, levels: dict[str, int]) -> tuple[str, int | 
     parts: list[str] = []
     level: int | None = None
     numbered = False
-    for element in paragraph.iter():
+    for element in _walk(paragraph, _NOT_CURRENT_TEXT):
         tag = _local(element.tag)
         if tag == "t":
             parts.append(element.text or "")
@@ -563,18 +587,26 @@ def _shapes(package: _Package, part: str, check: Callable[[], None]) -> Iterator
     placeholder: str | None = None
     paragraphs: list[str] = []
     cells: list[str] = []
+    skipped = 0  # depth inside a markup-compatibility fallback (a copy of the choice before it)
     for event, element in package.events(part, check):
         tag = _local(element.tag)
         if event == "start":
+            skipped += tag == "Fallback"
             if tag == "sp":
                 placeholder, paragraphs = None, []
+            continue
+        if tag == "Fallback":
+            skipped -= 1
+            element.clear()
+            continue
+        if skipped:
             continue
         if tag == "ph":
             placeholder = _attribute(element, "type") or "body"
         elif tag == "p":  # a DrawingML paragraph (PresentationML has no element of that name)
             line = "".join(
                 (child.text or "") if _local(child.tag) == "t" else "\n"
-                for child in element.iter()
+                for child in _walk(element, _NOT_CURRENT_TEXT)
                 if _local(child.tag) in {"t", "br"}
             ).strip()
             element.clear()

@@ -225,7 +225,7 @@ def prepare_document(
     budget = _CpuBudget()  # checked between the phases and while chunking
     if media_type in BINARY_MEDIA_TYPES:
         if isinstance(content, str):
-            raise DocumentRejected(f"a {media_type} document is binary: give its bytes, not text")
+            raise DocumentRejected(f"{media_type} is a binary format: give the file's bytes, not text")
         extracted = extract_document(content, media_type, budget.check, MAX_BODY_BYTES)
         if title is None:  # found in the document's metadata or headings, else the source key
             found = extracted.title or source_key_title(source_key) or "untitled"

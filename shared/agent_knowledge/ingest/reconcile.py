@@ -24,6 +24,7 @@ from __future__ import annotations
 import hashlib
 import time
 from collections.abc import Callable, Iterable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -130,8 +131,12 @@ def reconcile_kb(deps: PipelineDependencies, kb_id: str, *, grace: float = GRACE
     """Compare one KB with the bucket and send what does not match; records `last_sync`."""
     source_queue = _source_queue(deps)
     started, now = time.perf_counter(), deps.clock()
-    objects = deps.sources.list_objects(f"{kb_id}/")
-    records = deps.repositories.documents.states(kb_id)
+    # The listing and the Query page through S3 and DynamoDB side by side: their round trips
+    # overlap (the parsing of both shares the one CPU).
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        reading = pool.submit(lambda: list(deps.repositories.documents.states(kb_id)))
+        objects = list(deps.sources.list_objects(f"{kb_id}/"))
+        records = reading.result()
     found = compare(kb_id, objects, records, now=now, grace=grace)
     _send(source_queue, deps.sources.bucket, kb_id, found.mismatches)
     if found.stalled:

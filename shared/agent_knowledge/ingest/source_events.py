@@ -40,6 +40,7 @@ def max_source_bytes(media_type: str | None) -> int:
         return MAX_BINARY_SOURCE_BYTES
     return MAX_SOURCE_BYTES
 
+
 EventKind = Literal["put", "delete", "reconcile"]
 
 
