@@ -23,12 +23,14 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
+from agent_knowledge.mcp.tool_catalog import refused_tokens
 from agent_knowledge_host.errors import (
     DeliveryNotConfirmed,
     EndpointMissing,
     KnowledgeHostError,
     MissingToken,
     ProtocolViolation,
+    ReferenceInvalid,
     StaleResponse,
     UnknownSchema,
 )
@@ -192,7 +194,12 @@ class KnowledgeClient:
         body: dict[str, Any] = {"ref": ref}
         optional = {"run_id": run_id, "cursor": cursor, "max_bytes": max_bytes}
         body.update({name: value for name, value in optional.items() if value is not None})
-        page = _parse(ReadPage, READ_SCHEMA, self._send(ticket, "POST", "/knowledge/read", token, body))
+        try:
+            page = _parse(ReadPage, READ_SCHEMA, self._send(ticket, "POST", "/knowledge/read", token, body))
+        except ReferenceInvalid as error:
+            # The server's one message for every invalid token, and which tokens this read sent.
+            message = f"{error.message}; {refused_tokens(cursor is not None)}"
+            raise ReferenceInvalid(message, status=error.status, code=error.reported_code) from None
         if self._cache:
             # A page lives no longer than the reference it was read with (unknown expiry: not kept).
             self._scope.put(ticket, key, page, self._scope.reference_expiry(ticket, ref))

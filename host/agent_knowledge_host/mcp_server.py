@@ -37,7 +37,7 @@ from agent_knowledge.mcp.tool_catalog import (
     tool_error_text,
 )
 from agent_knowledge_host.client import KnowledgeClient
-from agent_knowledge_host.errors import InvalidArguments, KnowledgeHostError
+from agent_knowledge_host.errors import InvalidArguments, KnowledgeHostError, MissingToken
 from agent_knowledge_host.models import ReadPage, SearchResult
 from agent_knowledge_host.transport import DEFAULT_TIMEOUT_SECONDS
 
@@ -134,6 +134,16 @@ def token_from_environment() -> str:
     return os.environ.get(TOKEN_ENV, "")
 
 
+def required_token() -> str:
+    """The bearer for one call; without it the call fails with a tool error that names the variable
+    (the server itself keeps running: a host that sees the process exit can only say "Connection
+    closed", and the model never learns why)."""
+    token = token_from_environment()
+    if not token:
+        raise MissingToken(f"{TOKEN_ENV} is not set in the MCP server's environment")
+    return token
+
+
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """The server's options, shared by `main` and the `agent-knowledge mcp` subcommand."""
     parser.add_argument("--base-url", required=True, help="the API's base URL, e.g. http://127.0.0.1:3000")
@@ -148,12 +158,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(arguments: argparse.Namespace) -> int:
-    """Serve over stdio until the host closes the connection; 2 when the configuration is unusable."""
+    """Serve over stdio until the host closes the connection; 2 when the base URL is unusable.
+    Without a token it still serves (every tool call then fails, naming `TOKEN_ENV`), and says so
+    on stderr, which MCP hosts show in their server log."""
     if not token_from_environment():
-        print(f"agent-knowledge-mcp: set {TOKEN_ENV} to the agent bearer token", file=sys.stderr)
-        return 2
+        print(
+            f"agent-knowledge-mcp: {TOKEN_ENV} is not set: every tool call will fail until the server is "
+            "started with it (the agent session's bearer token)",
+            file=sys.stderr,
+        )
     try:
-        client = KnowledgeClient(arguments.base_url, arguments.route, token_from_environment, timeout=arguments.timeout)
+        client = KnowledgeClient(arguments.base_url, arguments.route, required_token, timeout=arguments.timeout)
     except ValueError as error:
         print(f"agent-knowledge-mcp: {error}", file=sys.stderr)
         return 2

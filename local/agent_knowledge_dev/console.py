@@ -22,3 +22,14 @@ def print_json(value: Any) -> None:
 def note(message: str) -> None:
     """A human-readable remark that must not pollute the JSON on stdout."""
     print(message, file=sys.stderr, flush=True)
+
+
+def function_logs_to_stderr() -> None:
+    """Powertools logs to stdout (CloudWatch reads it there); locally stdout is for results."""
+    import logging
+
+    from agent_knowledge.runtime.observability import logger
+
+    for handler in logging.getLogger(logger.name).handlers:
+        if isinstance(handler, logging.StreamHandler) and handler.stream is sys.stdout:
+            handler.setStream(sys.stderr)

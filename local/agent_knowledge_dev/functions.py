@@ -7,14 +7,12 @@ module-level `app`, and a Lambda container never runs two events at once either.
 
 from __future__ import annotations
 
-import logging
-import sys
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from agent_knowledge_dev.console import CliError
+from agent_knowledge_dev.console import CliError, function_logs_to_stderr
 from agent_knowledge_dev.handlers import load_module
 from agent_knowledge_dev.lambda_context import LambdaContext
 from agent_knowledge_dev.template import PROJECT_ROOT, FunctionRoute, function_routes, resources_of_type
@@ -57,15 +55,6 @@ def load_handler(route: FunctionRoute) -> Handler:
     function_logs_to_stderr()
     handler: Handler = getattr(module, attribute)
     return handler
-
-
-def function_logs_to_stderr() -> None:
-    """Powertools logs to stdout (CloudWatch reads it there); locally stdout is for results."""
-    from agent_knowledge.runtime.observability import logger
-
-    for handler in logging.getLogger(logger.name).handlers:
-        if isinstance(handler, logging.StreamHandler) and handler.stream is sys.stdout:
-            handler.setStream(sys.stderr)
 
 
 _warm: set[str] = set()

@@ -18,7 +18,9 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import IO
 
-from agent_knowledge_dev.template import PROJECT_ROOT
+# The project root (as `template.PROJECT_ROOT`, without importing the template's YAML reader:
+# every CLI run reads the state dir).
+PROJECT_ROOT = Path(__file__).resolve().parents[2]
 
 STATE_DIR_ENV = "AGENT_KNOWLEDGE_STATE_DIR"
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING, Any
 
-from agent_knowledge_dev.console import CliError
+from agent_knowledge_dev.console import CliError, note
 from agent_knowledge_dev.target import QUEUE_OUTPUTS, pipeline_queues, sources_bucket
 
 if TYPE_CHECKING:
@@ -29,10 +29,12 @@ def source_objects(arguments: argparse.Namespace) -> SourceObjects | None:
     return SourceObjects(lambda: client, name)
 
 
-def dead_letters(arguments: argparse.Namespace, kb_id: str) -> DeadLetters:
+def dead_letters(arguments: argparse.Namespace, kb_id: str) -> DeadLetters | None:
     """The KB's messages in the dead-letter queues: each queue's messages are read (at most 1,000,
     hidden for a moment and made visible again: they stay in the queue) and those naming the KB
-    counted (`ingest/status.py` `dead_letters_of`)."""
+    counted (`ingest/status.py` `dead_letters_of`). None, with a note on stderr, if a queue cannot
+    be read (e.g. no sqs:ReceiveMessage for you on it): the rest of the status still holds."""
+    from agent_knowledge.errors import KnowledgeError
     from agent_knowledge.ingest.status import dead_letters_of
     from agent_knowledge.repositories.queues import DeadLetterQueue
 
@@ -42,7 +44,11 @@ def dead_letters(arguments: argparse.Namespace, kb_id: str) -> DeadLetters:
         url = queues.get(logical_id)
         return DeadLetterQueue(lambda: client, url).peek() if url else []
 
-    return dead_letters_of(kb_id, bodies("SourceDeadLetterQueue"), bodies("IndexDeadLetterQueue"))
+    try:
+        return dead_letters_of(kb_id, bodies("SourceDeadLetterQueue"), bodies("IndexDeadLetterQueue"))
+    except KnowledgeError as exc:
+        note(f"note: dead-lettered messages not counted ({exc.message})")
+        return None
 
 
 def reconcile_dependencies(arguments: argparse.Namespace, repositories: Repositories) -> PipelineDependencies:

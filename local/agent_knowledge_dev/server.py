@@ -14,12 +14,14 @@ import errno
 import logging
 import os
 import re
+import shutil
 import signal
 import socket
 import sys
 import time
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from types import FrameType
 from typing import Any
 
@@ -178,11 +180,34 @@ def _bind(host: str, port: int, gateway: Gateway, quiet: bool) -> ApiServer:
         raise CliError(f"cannot listen on {host}:{port}: {exc.strerror}") from None
 
 
+def cli_command(argv0: str | None = None, cwd: Path | None = None) -> str:
+    """How to run `agent-knowledge` as this process was run: the bare name when that is what PATH
+    finds, else the script's path (relative to the working directory when below it, as
+    `.venv/bin/agent-knowledge` after `make serve`), else `python -m agent_knowledge_dev.cli`."""
+    script = Path(argv0 if argv0 is not None else sys.argv[0])
+    here = cwd or Path.cwd()
+    if script.name != "agent-knowledge":
+        return f"{_shown(Path(sys.executable), here)} -m agent_knowledge_dev.cli"
+    found = shutil.which("agent-knowledge")
+    if found and os.path.realpath(found) == os.path.realpath(script):
+        return "agent-knowledge"
+    return _shown(script, here)
+
+
+def _shown(path: Path, cwd: Path) -> str:
+    absolute = Path(os.path.abspath(cwd / path))
+    try:
+        return str(absolute.relative_to(cwd))
+    except ValueError:
+        return str(absolute)
+
+
 def _banner(base_url: str, elapsed: float, documents: int, moto_endpoint: str) -> str:
     from agent_knowledge_dev.demo import DEMO_ROUTE, DEMO_TOKEN
     from agent_knowledge_dev.stack import SOURCES_BUCKET
 
     workspace = f"{base_url}/agent-api/v1/workspaces/{DEMO_ROUTE}/knowledge"
+    cli = cli_command()
     auth = f"-H 'Authorization: Bearer {DEMO_TOKEN}'"
     post = f"-X POST {auth} -H 'Content-Type: application/json'"
     return "\n".join(
@@ -202,7 +227,7 @@ def _banner(base_url: str, elapsed: float, documents: int, moto_endpoint: str) -
             f'  curl -s {post} -d \'{{"query": "vacation policy"}}\' {workspace}/search',
             f'  curl -s {post} -d \'{{"ref": "<a ref from search>"}}\' {workspace}/read',
             "",
-            "Admin commands (another terminal) target this server: agent-knowledge kb create ..., doc put ...",
+            f"Admin commands (another terminal) target this server: {cli} kb create ..., {cli} doc put ...",
             "Press Ctrl-C to stop.",
         ]
     )

@@ -13,11 +13,13 @@ import argparse
 import functools
 import os
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from agent_knowledge.repositories.bundle import Repositories
-from agent_knowledge.settings import Settings
 from agent_knowledge_dev.console import CliError
+
+if TYPE_CHECKING:  # imported where used: every CLI run imports this module, few commands connect
+    from agent_knowledge.repositories.bundle import Repositories
+    from agent_knowledge.settings import Settings
 
 # Settings field → the stack output holding its value (template.yaml, Outputs).
 STACK_OUTPUTS = {
@@ -59,7 +61,8 @@ class StackNames:
 
 
 def connect(arguments: argparse.Namespace) -> Repositories:
-    from agent_knowledge_dev.functions import function_logs_to_stderr
+    from agent_knowledge.repositories.bundle import Repositories
+    from agent_knowledge_dev.console import function_logs_to_stderr
 
     names = _names(arguments)
     _client.cache_clear()
@@ -192,6 +195,8 @@ def _stack_names(stack: str, region: str) -> StackNames:
     missing = [name for name in STACK_OUTPUTS.values() if not outputs.get(name)]
     if missing:
         raise CliError(f"stack {stack!r} lacks the outputs {', '.join(missing)}: is it an agent-knowledge stack?")
+    from agent_knowledge.settings import Settings
+
     settings = Settings(
         **{field: outputs[output] for field, output in STACK_OUTPUTS.items()},
         # The admin commands never sign references, so they do not need the server token.

@@ -34,11 +34,35 @@ def test_a_read_error_is_typed_with_guidance(
         client.read("ref-1")
 
     failure = raised.value
-    assert (failure.status, failure.code, failure.message) == (status, code, "server says no")
+    said = "server says no"
+    if code == "knowledge_reference_invalid":  # and which tokens the read sent (next test)
+        said += "; this read sent a ref and no cursor: the ref is the one refused"
+    assert (failure.status, failure.code, failure.message) == (status, code, said)
     assert failure.search_again is (code in SEARCH_AGAIN_CODES)
-    assert failure.describe().startswith(f"{code} (HTTP {status}): server says no. What to do: ")
+    assert failure.describe().startswith(f"{code} (HTTP {status}): {said}. What to do: ")
     if failure.search_again:
         assert "Search again" in failure.guidance and "never retry a read with a substituted" in failure.guidance
+
+
+def test_a_refused_read_says_whether_it_sent_a_cursor(api: FakeApi) -> None:
+    """Issue 24: a bad cursor and a bad ref read alike. The server keeps one message for every
+    invalid token (docs/DESIGN.md §5); the host adds which tokens the read sent."""
+    api.on(
+        "POST",
+        "/knowledge/read",
+        error(400, "knowledge_reference_invalid", "the knowledge reference or cursor is invalid"),
+    )
+    client = KnowledgeClient(api.base_url, ROUTE, lambda: "token-a")
+
+    with pytest.raises(e.ReferenceInvalid) as bad_ref:
+        client.read("ref-1")
+    with pytest.raises(e.ReferenceInvalid) as bad_cursor:
+        client.read("ref-1", cursor="cursor-2")
+
+    assert "sent a ref and no cursor: the ref is the one refused" in bad_ref.value.message
+    assert "sent a ref and a cursor: either may be the one refused" in bad_cursor.value.message
+    assert bad_ref.value.describe() != bad_cursor.value.describe()
+    assert "cursor-2" not in bad_cursor.value.describe() and "ref-1" not in bad_ref.value.describe()
 
 
 def test_an_unknown_code_keeps_what_the_server_said(api: FakeApi) -> None:

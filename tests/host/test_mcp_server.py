@@ -106,13 +106,24 @@ def test_arguments_outside_the_budgets_are_refused_before_any_request(api: FakeA
     assert api.requests == []
 
 
-def test_main_refuses_to_start_without_a_token(
-    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+def test_without_a_token_the_server_starts_and_each_call_says_which_variable_is_missing(
+    api: FakeApi, knowledge: FakeKnowledge
 ) -> None:
-    monkeypatch.delenv(mcp_server.TOKEN_ENV, raising=False)
+    """Issue 24: it exited with status 2 and the host only said "Connection closed"."""
+    seen: dict[str, Any] = {}
 
-    assert mcp_server.main(["--base-url", "http://127.0.0.1:9", "--route", ROUTE]) == 2
-    assert mcp_server.TOKEN_ENV in capsys.readouterr().err
+    async def body(session: ClientSession) -> None:
+        seen["tools"] = [tool.name for tool in (await session.list_tools()).tools]
+        seen["search"] = await session.call_tool("knowledge_search", {"query": "annual leave"})
+
+    stderr = run_stdio_session(api.base_url, ROUTE, body, token="")
+
+    assert seen["tools"] == ["knowledge_search", "knowledge_read"]
+    assert seen["search"].is_error
+    text = text_of(seen["search"])
+    assert text.startswith("Error executing tool knowledge_search: missing_token: ") and mcp_server.TOKEN_ENV in text
+    assert api.requests == []  # nothing was sent without a bearer
+    assert mcp_server.TOKEN_ENV in stderr
 
 
 def test_main_refuses_a_base_url_that_is_not_http(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -644,6 +644,19 @@ def test_kb_sync_deletes_documents_whose_objects_are_gone_and_reports_a_timeout(
     assert run("doc", "list", "orphans").json() == []
 
 
+def test_kb_status_says_when_the_dead_letter_queues_cannot_be_read(run, monkeypatch):
+    from agent_knowledge.errors import KnowledgeUnavailable
+    from agent_knowledge.repositories.queues import DeadLetterQueue
+
+    def denied(self, limit=0):
+        raise KnowledgeUnavailable.of("the dead-letter queue")
+
+    monkeypatch.setattr(DeadLetterQueue, "peek", denied)
+    result = run("kb", "status", DEMO_KB)
+    assert result.status == 0 and result.json()["dead_lettered"] is None
+    assert "dead-lettered messages not counted" in result.stderr
+
+
 @pytest.mark.parametrize(
     ("arguments", "message"),
     [

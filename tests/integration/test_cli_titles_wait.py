@@ -257,8 +257,8 @@ def test_the_timeout_bounds_the_whole_single_file_put(run, tmp_path, monkeypatch
     document.write_text("# Slow\n\nA slow upload.\n", encoding="utf-8")
     run("kb", "create", "slow")
     released = threading.Event()
-    # Before: the upload, then --timeout more of waiting (7 s with --wait); now 4 s in all.
-    upload_seconds, timeout = (6.0, 2.0) if not wait else (3.0, 4.0)
+    # Before: the upload, then --timeout more of waiting (8 s with --wait); now 6 s in all.
+    upload_seconds, timeout = (6.0, 2.0) if not wait else (2.0, 6.0)
     _wrap_sources_client(monkeypatch, lambda s3: _SlowPutObject(s3, upload_seconds, released))
     arguments = ["doc", "put", "slow", f"slow-{wait}.md", "--file", str(document), "--timeout", str(timeout)]
     try:
@@ -271,6 +271,7 @@ def test_the_timeout_bounds_the_whole_single_file_put(run, tmp_path, monkeypatch
     assert result.status == 1, (result.stdout, result.stderr)
     assert elapsed < timeout + 1.5, elapsed  # slack for a loaded machine, well short of the old sum
     if wait:  # uploaded in time, never ingested (its event was lost): pending when the time is up
+        assert result.stdout, result.stderr
         assert result.json()["document"]["status"] == "pending"
         assert f"not searchable after {timeout:g} s" in result.json()["document"]["reason"]
     else:

@@ -163,7 +163,8 @@ def test_both_sources_answer(call, library):
         ({"query": "ok", "limit": 2.5}, "limit"),
         ({"query": "ok", "limit": True}, "limit"),
         ({"query": "ok", "run_id": ""}, "run_id"),
-        ({"query": "ok", "kb_id": "handbook"}, "unknown field"),
+        ({"query": "ok", "kb_id": "handbook"}, "unknown field 'kb_id'; allowed fields are: query"),
+        ({"query": "ok", "<script>": 1}, "unknown field; allowed fields are: query"),  # not repeated
     ],
 )
 def test_invalid_requests_are_400_naming_the_field(call, library, body, field):

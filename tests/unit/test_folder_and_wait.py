@@ -185,3 +185,29 @@ def test_each_file_reports_what_could_not_be_read_or_stored_and_goes_on(tmp_path
         "pipe.md": (None, "not a regular file"),
         "refused.md": (None, "refused by the store"),
     }
+
+
+def test_doc_put_help_names_every_extension_the_ingest_takes(capsys: pytest.CaptureFixture[str]) -> None:
+    """Issue 24: `--help` said .md/.txt/.html while .markdown and .htm were taken too."""
+    from agent_knowledge.ingest.source_files import MEDIA_TYPES_BY_SUFFIX
+    from agent_knowledge_dev.cli import main
+
+    with pytest.raises(SystemExit):
+        main(["doc", "put", "--help"])
+    words = capsys.readouterr().out.translate(str.maketrans(",()", "   ")).split()
+    assert [suffix for suffix in MEDIA_TYPES_BY_SUFFIX if words.count(suffix) < 2] == []  # --file and --dir
+
+
+def test_a_command_builds_only_its_own_arguments() -> None:
+    """Start-up: building every command's arguments imported the MCP host package (and what it
+    imports) for `kb list` too."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys; from agent_knowledge_dev.cli import build_parser; "
+        "build_parser(argv=['kb', 'list']).parse_args(['kb', 'list']); "
+        "print(sorted(m for m in ('agent_knowledge_host', 'mcp', 'moto', 'tantivy', 'yaml') if m in sys.modules))"
+    )
+    found = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert found.strip() == "[]"

@@ -84,7 +84,7 @@ def test_the_local_runner_imports_no_testing_package():
             assert not any(".testing" in module or module.startswith("tests") for module in modules), path
 
 
-@pytest.mark.parametrize("function", ["capabilities", "complete_run", "ingest"])
+@pytest.mark.parametrize("function", ["capabilities", "complete_run", "ingest", "reconciler"])
 def test_functions_that_never_search_do_not_load_tantivy(function):
     code = (
         "import importlib.util, sys\n"

@@ -42,11 +42,19 @@ def _wait_arguments(parser: argparse.ArgumentParser, timeout_help: str = "how lo
 
 
 def _put_arguments(parser: argparse.ArgumentParser) -> None:
+    from agent_knowledge.ingest.source_files import MEDIA_TYPES_BY_SUFFIX
+
+    suffixes = ", ".join(MEDIA_TYPES_BY_SUFFIX)  # every extension the ingest takes
     parser.add_argument("kb_id", metavar="KB_ID")
     parser.add_argument("source_key", metavar="SOURCE_KEY", nargs="?", help="the document's key (with --file)")
-    parser.add_argument("--file", type=Path, metavar="PATH", help="the document (.md, .txt, .html, .pdf, .docx, .pptx)")
+    parser.add_argument("--file", type=Path, metavar="PATH", help=f"the document ({suffixes})")
     parser.add_argument("--title", help="with --file: the title (default: found in the document, else the key)")
-    parser.add_argument("--dir", type=Path, metavar="DIR", help="every .md/.txt/.html/.pdf/.docx/.pptx file below DIR")
+    parser.add_argument(
+        "--dir",
+        type=Path,
+        metavar="DIR",
+        help=f"every {suffixes} file below DIR; the rest is listed as ignored, with the reason",
+    )
     parser.add_argument("--prune", action="store_true", help="with --dir: delete documents whose files are gone")
     _wait_arguments(parser, "how long the whole command may take, uploads and --wait included")
     parser.add_argument(
@@ -59,7 +67,7 @@ def _put_arguments(parser: argparse.ArgumentParser) -> None:
         "--progress",
         action=argparse.BooleanOptionalAction,
         default=None,
-        help="progress bar on stderr (default: when stderr is a terminal)",
+        help="progress on stderr: a bar on a terminal (default), a line every 10 s of --wait elsewhere",
     )
     add_target_arguments(parser)
 

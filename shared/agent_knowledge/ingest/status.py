@@ -75,8 +75,8 @@ class KbStatus(BaseModel):
     # Documents whose object is gone, and deletes not yet published: not objects any more.
     deletes_pending: int
     # The KB's messages in the dead-letter queues (source: events naming its keys; index: its
-    # indexing requests), as far as `DeadLetters` could read them.
-    dead_lettered: int
+    # indexing requests), as far as `DeadLetters` could read them; None: not counted.
+    dead_lettered: int | None
     index_generation: int
     oldest_pending_age_seconds: float | None
     last_sync: str | None  # ISO-8601 UTC of the last reconcile (`kb sync` or the schedule)
@@ -348,7 +348,7 @@ def kb_status(
         failed=counts["failed"],
         not_ingested=counts["not_ingested"],
         deletes_pending=len(found.deletes_pending),
-        dead_lettered=dead_letters.count if dead_letters else 0,
+        dead_lettered=dead_letters.count if dead_letters is not None else None,
         index_generation=kb.generation,
         oldest_pending_age_seconds=round(max(0.0, now - min(waiting)), 3) if waiting else None,
         last_sync=iso_utc(kb.last_sync) if kb.last_sync is not None else None,

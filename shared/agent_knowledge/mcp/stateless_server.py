@@ -58,6 +58,7 @@ from agent_knowledge.mcp.tool_catalog import (
     ToolSpec,
     invalid_arguments_message,
     protocol_error_text,
+    refused_tokens,
     server_instructions,
     server_version,
     tool_error_text,
@@ -335,7 +336,10 @@ class StatelessServer:
         except errors.KnowledgeError as error:
             status = status_of(error)
             _log(error, status)
-            text = protocol_error_text(error.code, error.message, status)
+            message = error.message
+            if isinstance(error, errors.ReferenceInvalid):
+                message = f"{message}; {refused_tokens(bool(arguments.get('cursor')))}"
+            text = protocol_error_text(error.code, message, status)
             return _result(request_id, _tool_failed(tool.spec.name, text))
         data = answer.wire() if hasattr(answer, "wire") else answer.model_dump(mode="json")
         content = [{"type": "text", "text": wire.dumps(data)}]

@@ -113,6 +113,18 @@ def protocol_error_text(code: str, message: str, status: int | None = None) -> s
     return describe_error(error_label(code, status), message, GUIDANCE.get(code, UNKNOWN_ERROR_GUIDANCE))
 
 
+def refused_tokens(cursor_sent: bool) -> str:
+    """What a read refused with `knowledge_reference_invalid` had sent. The server gives one message
+    for every invalid token, whatever the cause (docs/DESIGN.md §5: a thief must not learn whether a
+    token is genuine); the caller knows which tokens it sent, so its host says it."""
+    if cursor_sent:
+        return (
+            "this read sent a ref and a cursor: either may be the one refused (a cursor is valid only "
+            f"with the ref whose page returned it, and both only {REFERENCE_TTL_SECONDS} seconds from the search)"
+        )
+    return "this read sent a ref and no cursor: the ref is the one refused"
+
+
 def tool_error_text(tool: str, text: str) -> str:
     """A failed call as a tool result's text (the official SDK's wording, which the stdio server keeps)."""
     return f"Error executing tool {tool}: {text}"

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import re
 from typing import Any, TypeVar
 
 from aws_lambda_powertools.event_handler.api_gateway import APIGatewayHttpResolver, Response
@@ -60,12 +61,24 @@ def error_response(status: int, code: str, message: str) -> Response:
     return json_response(status, {"error": code, "message": message}, headers)
 
 
+# A field name a message may repeat: what a client could have meant as a field, never arbitrary
+# request content (anything else is "an unknown field", unnamed).
+_FIELD_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,63}")
+
+
 def _field_message(model: type[BaseModel], error: Any) -> str:
-    """A short message naming the offending field, without echoing request content."""
+    """A short message naming the offending field, without echoing request content (an unknown
+    field is named only when its name looks like one: `_FIELD_NAME`)."""
     location = [str(part) for part in error.get("loc", ())]
     if error.get("type") == "extra_forbidden":
         allowed = ", ".join(model.model_fields)
-        return f"unknown field; allowed fields are: {allowed}"
+        path = ".".join(location)
+        named = (
+            f"unknown field {path!r}"
+            if location and all(_FIELD_NAME.fullmatch(p) for p in location)
+            else "unknown field"
+        )
+        return f"{named}; allowed fields are: {allowed}"
     field = ".".join(location) if location else "body"
     if field.split(".")[0] not in model.model_fields:
         field = "body"
