@@ -35,10 +35,9 @@ class Settings(BaseModel):
     # The queue the bucket's events arrive on: the reconciler sends its reconcile messages there.
     source_queue_url: str = ""
 
-    def require_pipeline(self, *also: str) -> None:
-        """The pipeline's settings, and `also` (field names, e.g. the reconciler's source queue)."""
-        needed = ("sources_bucket", "index_queue_url", *also)
-        missing = [ENVIRONMENT[name] for name in needed if not getattr(self, name)]
+    def require_pipeline(self) -> None:
+        # The source queue only the reconciler needs: it checks for it (`ingest/reconcile.py`).
+        missing = [ENVIRONMENT[name] for name in ("sources_bucket", "index_queue_url") if not getattr(self, name)]
         if missing:
             raise ConfigurationError(f"invalid or missing environment variables: {', '.join(missing)}")
 
