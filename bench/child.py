@@ -25,15 +25,8 @@ def run_child(module: str, arguments: list[str], environment: dict[str, str], ti
     import subprocess
     import sys
 
-    completed = subprocess.run(
-        [sys.executable, "-m", module, *arguments],
-        cwd=ROOT,
-        env=environment,
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        check=False,
-    )
+    command = [sys.executable, "-m", module, *arguments]
+    completed = subprocess.run(command, cwd=ROOT, env=environment, capture_output=True, text=True, timeout=timeout)
     for line in completed.stdout.splitlines():
         if line.startswith(MARKER):
             return json.loads(line[len(MARKER) :])

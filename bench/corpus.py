@@ -22,8 +22,8 @@ import random
 import re
 from collections import Counter
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 
 import numpy as np
 
@@ -34,8 +34,9 @@ _ZH_SAMPLES = Path(__file__).resolve().parents[1] / "local" / "agent_knowledge_d
 _ZH_CHAR = re.compile(r"[\u4e00-\u9fff，。、；：！？（）“”]")
 
 
-@dataclass(frozen=True)
-class SyntheticDocument:
+class SyntheticDocument(NamedTuple):
+    """One generated document, as `doc put` would take it from a file."""
+
     source_key: str
     title: str
     body: str

@@ -3,11 +3,13 @@
     AgentKnowledgeError                the root: a safe message and `context()` for log lines
     ├── KnowledgeError                 reported to an API caller (below)
     ├── DocumentRejected               a source cannot be ingested as given (ingest/content)
+    │   ├── NotUtf8                    undeclared bytes that are not UTF-8
     │   └── KnowledgeBaseMissing(kb_id)
     ├── MalformedMessage               a queue message that no retry can apply (ingest, index)
     ├── BodyMissing → BodyReplaced     a stored object is gone or replaced (repositories/bodies)
     ├── SourceTooLarge(size)           a source object over the ingest's limit (repositories/sources)
     ├── IndexUnavailable               no generation of a KB's index can be loaded (index/layout)
+    ├── EmbeddingFailed(provider, ...)  an embedding provider gave no vectors (embedding/)
     ├── TokenError → TokenInvalid, TokenExpired(expires_at)   (references/codec)
     ├── JsonRejected                   JSON this API does not accept (strict_json)
     └── ConfigurationError             deployed without the environment template.yaml declares
@@ -196,6 +198,11 @@ class DocumentRejected(AgentKnowledgeError):
     default_message = "the document cannot be ingested"
 
 
+class NotUtf8(DocumentRejected):
+    """Bytes taken for UTF-8 (no byte order mark, no declared charset) that are not UTF-8: the
+    source event adds how to declare another encoding."""
+
+
 class KnowledgeBaseMissing(DocumentRejected):
     """The knowledge base a source or an index change names does not exist (or was deleted)."""
 
@@ -262,3 +269,12 @@ class JsonRejected(AgentKnowledgeError):
 
 class ConfigurationError(AgentKnowledgeError):
     """The function is deployed without the environment `template.yaml` declares."""
+
+
+class EmbeddingFailed(AgentKnowledgeError):
+    """An embedding provider returned no vectors: after throttling and transient errors were retried
+    with back-off (`transient=True`: the document fails with this reason and the pipeline retries it
+    later), or at once for an error no retry can fix (`transient=False`: access denied, bad input)."""
+
+    default_message = "embedding failed"
+    context_fields = ("provider", "model_id", "error_code", "transient")

@@ -13,7 +13,7 @@ from agent_knowledge.ingest.content import prepare_document
 from agent_knowledge.ingest.status import document_listing, kb_status
 from agent_knowledge.repositories.documents import document_id
 from agent_knowledge_dev.admin import create_knowledge_base
-from tests.support.pipeline import Pipeline, start_pipeline
+from tests.support.pipeline import Pipeline, create_disabled_knowledge_base, start_pipeline
 from tests.support.retrieval import search_titles
 
 
@@ -165,8 +165,7 @@ def test_a_failed_update_takes_the_old_version_out_of_search(stack, pipeline):
 
 
 def test_objects_of_unknown_or_disabled_kbs_are_recorded_as_failed(stack, pipeline):
-    create_knowledge_base(stack.repositories, "off")
-    stack.repositories.knowledge_bases.set_enabled("off", False)
+    create_disabled_knowledge_base(stack, "off")
     pipeline.put("nope/doc.md", "# Doc\n\nText.")
     pipeline.put("off/doc.md", "# Doc\n\nText.")
     pipeline.put("kb/fine.md", "# Fine\n\nFinch text.")

@@ -28,7 +28,7 @@ from agent_knowledge.runtime.container import PipelineDependencies, default_pipe
 from agent_knowledge_dev.admin import create_knowledge_base
 from agent_knowledge_dev.handlers import load_event, load_function
 from agent_knowledge_dev.lambda_context import LambdaContext
-from tests.support.pipeline import Pipeline, start_pipeline
+from tests.support.pipeline import Pipeline, create_disabled_knowledge_base, start_pipeline
 from tests.support.retrieval import search_titles
 
 # Later than every grace period: what the reconciler and `kb status` see once events had their time.
@@ -281,8 +281,7 @@ def test_kb_status_adds_up_at_every_moment_and_one_reconcile_settles_everything(
 
 
 def test_the_reconciler_function_reconciles_every_enabled_kb_on_its_schedule(stack, pipeline):
-    create_knowledge_base(stack.repositories, "off")
-    stack.repositories.knowledge_bases.set_enabled("off", False)
+    create_disabled_knowledge_base(stack, "off")
     pipeline.put("kb/lost.md", "# Lost\n\nThe scheduled salamander.")
     pipeline.put("off/doc.md", "# Off\n\nText.")
     pipeline.put("nokb/doc.md", "# Nobody's\n\nText.")

@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from agent_knowledge.repositories import aws
+from agent_knowledge_dev.admin import create_knowledge_base
 from agent_knowledge_dev.event_sources import EventSourceRunner
 from agent_knowledge_dev.s3_events import install
 
@@ -62,3 +63,9 @@ class Pipeline:
 def start_pipeline(environment: dict[str, str]) -> Pipeline:
     install()
     return Pipeline(environment["SOURCES_BUCKET"], EventSourceRunner(aws.client("sqs"), retry_visibility=0))
+
+
+def create_disabled_knowledge_base(stack: Any, kb_id: str) -> None:
+    """A KB that exists but is disabled: its objects are recorded as failed, never ingested."""
+    create_knowledge_base(stack.repositories, kb_id)
+    stack.repositories.knowledge_bases.set_enabled(kb_id, False)

@@ -6,6 +6,15 @@ from typing import Any
 
 from agent_knowledge_dev.template import load_template
 
+# The functions that answer agents' requests (they read; they never write documents or indexes).
+QUERY_FUNCTIONS = (
+    "CapabilitiesFunction",
+    "SearchFunction",
+    "ReadFunction",
+    "McpFunction",
+    "TurnsFunction",
+    "CompleteRunFunction",
+)
 PARAMETERS = {"ServerTokenSecretArn": "arn:aws:secretsmanager:us-east-1:123456789012:secret:token-AbCdEf"}
 
 

@@ -8,7 +8,7 @@ import pytest
 
 from agent_knowledge.settings import ENVIRONMENT
 from agent_knowledge_dev.template import TEMPLATE_PATH, environment_variables, function_routes, load_template
-from tests.support.sam import translate_template
+from tests.support.sam import QUERY_FUNCTIONS, translate_template
 
 
 def test_template_passes_cfn_lint():
@@ -75,14 +75,6 @@ def test_storage_is_encrypted_recoverable_and_private():
             assert properties["BucketEncryption"]["ServerSideEncryptionConfiguration"]
 
 
-QUERY_FUNCTIONS = (
-    "CapabilitiesFunction",
-    "SearchFunction",
-    "ReadFunction",
-    "McpFunction",
-    "TurnsFunction",
-    "CompleteRunFunction",
-)
 WRITE_VERBS = ("Put", "Update", "Delete", "BatchWrite", "Create")
 
 

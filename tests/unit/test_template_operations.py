@@ -10,6 +10,7 @@ import re
 import pytest
 
 from agent_knowledge_dev.template import load_template
+from tests.support.sam import QUERY_FUNCTIONS
 
 STATEFUL_TYPES = {"AWS::DynamoDB::Table", "AWS::S3::Bucket", "AWS::Logs::LogGroup"}
 # Access-log variables that could carry a credential or a caller's data.
@@ -146,14 +147,7 @@ def test_the_dashboard_body_is_json_once_substituted(template):
 
 def test_reserved_concurrency_is_a_parameter_per_function_class_and_unset_by_default(template):
     classes = {
-        "QueryReservedConcurrency": {
-            "CapabilitiesFunction",
-            "SearchFunction",
-            "ReadFunction",
-            "McpFunction",
-            "TurnsFunction",
-            "CompleteRunFunction",
-        },
+        "QueryReservedConcurrency": set(QUERY_FUNCTIONS),
         "IngestReservedConcurrency": {"IngestFunction"},
         "IndexReservedConcurrency": {"IndexerFunction"},
     }

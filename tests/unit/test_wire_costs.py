@@ -35,30 +35,29 @@ def _reference_prefix(text: str, budget: int) -> int:
 
 
 def _reference_excerpt(text: str, terms: tuple[str, ...], budget: int) -> str:
+    """Grow one character at a time from the term, right then left by turns, summing each
+    character's cost as it is taken (no prefix sums, no window)."""
     if budget <= 0:
         return ""
-    costs = [0]
-    for cost in _costs(text):
-        costs.append(costs[-1] + cost)
-    if costs[-1] <= budget:
+    costs = _costs(text)
+    if sum(costs) <= budget:
         return text
-    start, end = _anchor(text, terms)
-    if costs[end] - costs[start] > budget:
-        end = start
-    grow_right, blocked_left, blocked_right = True, False, False
-    while not (blocked_left and blocked_right):
-        if grow_right and not blocked_right:
-            if end < len(text) and costs[end + 1] - costs[start] <= budget:
-                end += 1
+    left, right = _anchor(text, terms)
+    spent = sum(costs[left:right])
+    if spent > budget:
+        right, spent = left, 0
+    stuck: set[str] = set()
+    side = "right"
+    while len(stuck) < 2:
+        if side not in stuck:
+            taken = right if side == "right" else left - 1
+            if 0 <= taken < len(text) and spent + costs[taken] <= budget:
+                spent += costs[taken]
+                right, left = (right + 1, left) if side == "right" else (right, left - 1)
             else:
-                blocked_right = True
-        elif not grow_right and not blocked_left:
-            if start > 0 and costs[end] - costs[start - 1] <= budget:
-                start -= 1
-            else:
-                blocked_left = True
-        grow_right = not grow_right
-    return text[start:end]
+                stuck.add(side)
+        side = "left" if side == "right" else "right"
+    return text[left:right]
 
 
 @settings(max_examples=300, deadline=None)

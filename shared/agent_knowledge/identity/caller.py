@@ -14,6 +14,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TypedDict
 
 from agent_knowledge.errors import RunNotFound, Unauthorized, WorkspaceNotFound
 from agent_knowledge.identity.audience import admits
@@ -116,6 +117,15 @@ class Workspace:
     run: RunRecord | None = None  # the run the request names (not yet authorized)
     task: TaskRecord | None = None  # that run's managed task, or the task a turn binds to
     document: DocumentRecord | None = None  # the document a read's reference names (not yet checked)
+
+
+class ReadAlongside(TypedDict, total=False):
+    """What a route reads in the same round trips as the caller's identity (`open_workspace`)."""
+
+    run_id: str | None
+    task_id: str | None
+    document: tuple[str, str] | None
+    after_session: Callable[[SessionRecord, DocumentRecord | None], None] | None
 
 
 def open_workspace(

@@ -18,7 +18,7 @@ import re
 import time
 from dataclasses import dataclass
 
-from agent_knowledge.errors import DocumentRejected
+from agent_knowledge.errors import DocumentRejected, NotUtf8
 from agent_knowledge.index.chunks import chunk_digest
 from agent_knowledge.ingest.binary_formats import BINARY_MEDIA_TYPES, extract_document
 from agent_knowledge.ingest.chunking import Chunk, byte_offsets, chunk_text
@@ -161,9 +161,7 @@ def decode_text(content: bytes, media_type: str) -> str:
         try:
             text = content.decode("utf-8")
         except UnicodeDecodeError as exc:
-            raise DocumentRejected(
-                f"content is not valid UTF-8 (invalid byte at offset {exc.start}){declared}"
-            ) from exc
+            raise NotUtf8(f"content is not valid UTF-8 (invalid byte at offset {exc.start}){declared}") from exc
         return _text_only(text)
     codec = _HTML_LABELS.get(charset) or text_codec(charset)
     if codec is None:

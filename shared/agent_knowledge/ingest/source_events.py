@@ -18,7 +18,7 @@ from email.message import Message
 from typing import Any, Literal
 from urllib.parse import quote_plus, unquote_plus
 
-from agent_knowledge.errors import DocumentRejected, MalformedMessage
+from agent_knowledge.errors import DocumentRejected, MalformedMessage, NotUtf8
 from agent_knowledge.ingest.binary_formats import BINARY_MEDIA_TYPES, MAX_BINARY_SOURCE_BYTES
 from agent_knowledge.ingest.content import MAX_BODY_BYTES, MEDIA_TYPES, USE_TEXT_ENCODING, text_codec
 from agent_knowledge.ingest.ingestor import Ingestor, IngestResult, SourceVersion
@@ -254,9 +254,9 @@ class SourceIngest:
                 rebuild_index=False,
                 source=source,
             )
-        except DocumentRejected as exc:
-            if charset is None and exc.message.startswith("content is not valid UTF-8"):
-                raise DocumentRejected(exc.message + NO_CHARSET_HINT) from None
+        except NotUtf8 as exc:
+            if charset is None:
+                raise NotUtf8(exc.message + NO_CHARSET_HINT) from None
             raise
 
     @staticmethod

@@ -277,14 +277,13 @@ def _input_schema(spec: ToolSpec) -> dict[str, Any]:
     return _arguments_model(spec).model_json_schema(by_alias=True)
 
 
+# Both tools take the run of a managed task the same way.
+_RUN_ID = ToolParameter("run_id", RunId, None)
+_MAX_BYTES = ToolParameter("max_bytes", MaxBytes, None)
 SEARCH: Final = ToolSpec(
     "knowledge_search",
     search_description,
-    (
-        ToolParameter("query", Query),
-        ToolParameter("limit", Limit, SEARCH_MAX_RESULTS),
-        ToolParameter("run_id", RunId, None),
-    ),
+    (ToolParameter("query", Query), ToolParameter("limit", Limit, SEARCH_MAX_RESULTS), _RUN_ID),
 )
 READ: Final = ToolSpec(
     "knowledge_read",
@@ -293,7 +292,7 @@ READ: Final = ToolSpec(
         ToolParameter("ref", Ref),
         ToolParameter("cursor", Cursor, None),
         ToolParameter("max_bytes", MaxBytes, None),
-        ToolParameter("run_id", RunId, None),
+        _RUN_ID,
     ),
 )
 TOOLS: Final = (SEARCH, READ)

@@ -30,6 +30,21 @@ class IndexMessage:
         return json.dumps({"kb_id": self.kb_id, "doc_ids": list(self.doc_ids)}, separators=(",", ":"))
 
 
+def _send_in_batches(
+    client_factory: Callable[[], Any], queue_url: str, what: str, entries: list[dict[str, str]]
+) -> list[int]:
+    """SendMessageBatch, ten entries a call; the positions (in `entries`) SQS did not accept."""
+    failed: list[int] = []
+    for start in range(0, len(entries), MAX_BATCH):
+        batch = [
+            {**entry, "Id": str(start + offset)} for offset, entry in enumerate(entries[start : start + MAX_BATCH])
+        ]
+        with storage_errors(what):
+            response = client_factory().send_message_batch(QueueUrl=queue_url, Entries=batch)
+        failed.extend(int(entry["Id"]) for entry in response.get("Failed", []))
+    return failed
+
+
 class IndexQueue:
     def __init__(self, sqs: Callable[[], Any], queue_url: str) -> None:
         self._client_factory = sqs
@@ -37,22 +52,16 @@ class IndexQueue:
 
     def send(self, messages: list[IndexMessage]) -> list[IndexMessage]:
         """Send every message; returns those SQS did not accept (the caller retries them)."""
-        failed: list[IndexMessage] = []
-        for start in range(0, len(messages), MAX_BATCH):
-            batch = messages[start : start + MAX_BATCH]
-            entries = [
-                {
-                    "Id": str(index),
-                    "MessageBody": message.body(),
-                    "MessageGroupId": message.kb_id,
-                    "MessageDeduplicationId": message.deduplication_id,
-                }
-                for index, message in enumerate(batch)
-            ]
-            with storage_errors("the indexing queue"):
-                response = self._client_factory().send_message_batch(QueueUrl=self._queue_url, Entries=entries)
-            failed.extend(batch[int(entry["Id"])] for entry in response.get("Failed", []))
-        return failed
+        entries = [
+            {
+                "MessageBody": message.body(),
+                "MessageGroupId": message.kb_id,
+                "MessageDeduplicationId": message.deduplication_id,
+            }
+            for message in messages
+        ]
+        failed = _send_in_batches(self._client_factory, self._queue_url, "the indexing queue", entries)
+        return [messages[position] for position in failed]
 
 
 class SourceQueue:
@@ -65,14 +74,9 @@ class SourceQueue:
 
     def send(self, bodies: list[str]) -> list[str]:
         """Send every body, ten per SendMessageBatch; returns those SQS did not accept."""
-        failed: list[str] = []
-        for start in range(0, len(bodies), MAX_BATCH):
-            batch = bodies[start : start + MAX_BATCH]
-            entries = [{"Id": str(index), "MessageBody": body} for index, body in enumerate(batch)]
-            with storage_errors("the source queue"):
-                response = self._client_factory().send_message_batch(QueueUrl=self.queue_url, Entries=entries)
-            failed.extend(batch[int(entry["Id"])] for entry in response.get("Failed", []))
-        return failed
+        entries = [{"MessageBody": body} for body in bodies]
+        failed = _send_in_batches(self._client_factory, self.queue_url, "the source queue", entries)
+        return [bodies[position] for position in failed]
 
 
 # Counting a dead-letter queue's messages by KB means reading them: SQS has no other way to look

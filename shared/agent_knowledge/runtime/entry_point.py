@@ -6,15 +6,14 @@ A function's module is then only its route: parse the body, call the domain, ans
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Unpack
 
 from aws_lambda_powertools.event_handler.api_gateway import APIGatewayHttpResolver
 from aws_lambda_powertools.logging import correlation_paths
 
-from agent_knowledge.identity.caller import Workspace, open_run, open_workspace
-from agent_knowledge.records import DocumentRecord, RunRecord, SessionRecord
+from agent_knowledge.identity.caller import ReadAlongside, Workspace, open_run, open_workspace
+from agent_knowledge.records import RunRecord
 from agent_knowledge.runtime.container import Dependencies, create_clients_at_init, default_dependencies
 from agent_knowledge.runtime.http import header, resolve
 from agent_knowledge.runtime.observability import Handler, logger, metrics, traced
@@ -29,28 +28,10 @@ class ApiRequest:
     def authorization(self) -> str | None:
         return header(self.event, "authorization")
 
-    def open_workspace(
-        self,
-        route: str,
-        *,
-        run_id: str | None = None,
-        task_id: str | None = None,
-        document: tuple[str, str] | None = None,
-        after_session: Callable[[SessionRecord, DocumentRecord | None], None] | None = None,
-    ) -> Workspace:
+    def open_workspace(self, route: str, **alongside: Unpack[ReadAlongside]) -> Workspace:
         """The caller revalidated and the route's scope read, now (`identity.caller.open_workspace`):
         the one way a route handler learns who is calling; domain functions take the result."""
-        deps = self.deps
-        return open_workspace(
-            deps.repositories,
-            self.authorization,
-            route,
-            deps.clock(),
-            run_id=run_id,
-            task_id=task_id,
-            document=document,
-            after_session=after_session,
-        )
+        return open_workspace(self.deps.repositories, self.authorization, route, self.deps.clock(), **alongside)
 
     def open_run(self, run_id: str) -> RunRecord:
         """The caller revalidated against the run's route, and the run, if the caller owns it
