@@ -25,10 +25,12 @@ def pdf(
     encrypted: bool = False,
     images_only: bool = False,
     heading_size: float | None = None,
+    first_page_sizes: Sequence[float] | None = None,
     padding: bytes = b"",
 ) -> bytes:
     """A PDF whose page N shows the lines `pages[N-1]`, top to bottom; with `heading_size`, the first
-    line of page 1 in that font size (a title page); `padding` is an unused stream on each page (size)."""
+    line of page 1 in that font size (a title page), with `first_page_sizes` each line of page 1 in
+    its own size; `padding` is an unused stream on each page (size)."""
     objects: list[bytes] = []  # object N is objects[N-1]
 
     def add(body: bytes) -> int:
@@ -42,6 +44,11 @@ def pdf(
     for lines in pages:
         if images_only:  # a filled rectangle: marks on the page, no text
             stream = b"0.5 g 72 72 400 600 re f"
+        elif first_page_sizes and not kids:
+            stream = " ".join(
+                f"BT /F1 {size:g} Tf 72 {740 - 30 * row} Td {_pdf_string(line)} Tj ET"
+                for row, (line, size) in enumerate(zip(lines, first_page_sizes, strict=True))
+            ).encode("cp1252")
         elif heading_size and not kids and lines:
             shown = " T* ".join(f"{_pdf_string(line)} Tj" for line in lines[1:])
             stream = (

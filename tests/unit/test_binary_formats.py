@@ -52,6 +52,18 @@ def test_pdf_title_from_metadata_else_the_largest_text_of_the_first_page():
     assert prepare_document("Given", generic, PDF, "a.pdf").title == "Given"  # doc put --title wins
 
 
+def test_pdf_title_page_runs_of_the_largest_text_are_joined():
+    # A product name, a subtitle, the manual's name in the product's size (Texinfo title pages).
+    manual = pdf(
+        [["LilyPond", "The music typesetter", "Notation Reference", "The team", "body"]],
+        first_page_sizes=[20.7, 10.9, 20.7, 14.3, 10.9],
+    )
+    assert prepare_document(None, manual, PDF, "a.pdf").title == "LilyPond — Notation Reference"
+    # One word, then the rest of the title a size smaller, right after it.
+    faq = pdf([["R", "FAQ", "Frequently Asked Questions on R", "body"]], first_page_sizes=[20.7, 17.2, 10.9, 10.9])
+    assert prepare_document(None, faq, PDF, "a.pdf").title == "R FAQ"
+
+
 def test_pdf_revision_is_the_same_however_it_arrives():
     content = pdf([["Stable text"]], title="Stable")
     assert (

@@ -44,7 +44,9 @@ BINARY_MEDIA_TYPES = (PDF, DOCX, PPTX)
 # A source file of these formats may be this large (text formats: `MAX_SOURCE_BYTES`, 20 MiB):
 # PDFs and decks carry images and fonts the text does not need.
 MAX_BINARY_SOURCE_BYTES = 50 * 1024 * 1024
-MAX_PDF_PAGES = 2_000
+# A page costs 3.9-7.3 ms of CPU to extract (bench/README.md, 28 real manuals): 1,200 pages stay
+# inside the 10 s budget, so a longer PDF is refused up front instead of failing after the work.
+MAX_PDF_PAGES = 1_200
 MAX_SLIDES = 1_000
 # DOCX/PPTX are zips. Checked from the archive's directory before anything is decompressed: the
 # entry count, the size of the directory itself, each entry's uncompressed size and their sum.
@@ -155,6 +157,9 @@ _PDF_TEXT = str.maketrans(
 # The largest text on the first page is its title if it is clearly larger than the smallest.
 TITLE_FONT_RATIO = 1.25
 MAX_TITLE_SCAN_CHARS = 4_000
+# Title text: within this ratio of the first page's largest size, in at most this many runs.
+TITLE_RUN_RATIO = 0.8
+MAX_TITLE_RUNS = 3
 
 
 def _pdf(content: bytes, check: Callable[[], None], text: _TextLimit) -> ExtractedDocument:
@@ -212,7 +217,10 @@ def _pdf_document(pdfium: Any, document: Any, check: Callable[[], None], text: _
 
 
 def _largest_text(pdfium: Any, textpage: Any, raw: str) -> str | None:
-    """The first run of the largest text at the start of a page (a title page's title)."""
+    """A title page's title: the runs of its largest text (within `TITLE_RUN_RATIO` of the largest
+    size) in page order, at most `MAX_TITLE_RUNS` — so "LilyPond" … "Notation Reference" (a product
+    name and the manual's, in one size) is "LilyPond — Notation Reference", and "R" then "FAQ" (set a
+    size smaller, right after it) is "R FAQ". Adjacent runs are joined by a space, others by " — "."""
     count = min(textpage.count_chars(), MAX_TITLE_SCAN_CHARS)
     if count <= 0 or len(raw) < count:
         return None
@@ -221,17 +229,28 @@ def _largest_text(pdfium: Any, textpage: Any, raw: str) -> str | None:
     visible = [size for size, character in zip(sizes, raw, strict=False) if not character.isspace() and size > 0]
     if not visible or max(visible) < min(visible) * TITLE_FONT_RATIO:
         return None  # one size of text: no title stands out
-    largest = max(visible)
-    run: list[str] = []
+    threshold = max(visible) * TITLE_RUN_RATIO
+    runs: list[list[str]] = []
+    current: list[str] | None = None  # the run being read; None after smaller text
+    adjacent = False  # no smaller text since the last run
     for size, character in zip(sizes, raw, strict=False):
         if character.isspace() or size <= 0:
-            if run:
-                run.append(" ")
-        elif size >= largest * 0.95:
-            run.append(character)
-        elif run:
-            break
-    return "".join(run).strip() or None
+            if current:
+                current.append(" ")
+        elif size >= threshold:
+            if current is None:
+                if len(runs) == MAX_TITLE_RUNS:
+                    break
+                current = [" " if adjacent else " — "] if runs else []
+                runs.append(current)
+            current.append(character)
+        else:
+            current, adjacent = None, False
+            continue
+        if current is not None:
+            adjacent = True
+    title = " ".join("".join("".join(run) for run in runs).split())
+    return title.strip(" —") or None
 
 
 # --- zips (DOCX, PPTX) ----------------------------------------------------------------------------
