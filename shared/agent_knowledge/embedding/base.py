@@ -1,0 +1,42 @@
+"""The interface every embedding provider implements."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Protocol
+
+import numpy as np
+import numpy.typing as npt
+
+Vectors = npt.NDArray[np.float32]
+
+
+class Embedder(Protocol):
+    """Turns chunk texts and queries into L2-normalised float32 vectors of `dimensions` values.
+
+    `model_id` names the model and its variant exactly: a KB's vectors are comparable only with
+    query vectors of the same `model_id`, so an index generation records it and a change of model
+    means `kb reindex`. Documents and queries may be embedded differently (e5 prefixes them with
+    "passage: " and "query: "), hence two methods.
+    """
+
+    @property
+    def model_id(self) -> str: ...
+
+    @property
+    def dimensions(self) -> int: ...
+
+    def embed_documents(self, texts: Sequence[str]) -> Vectors:
+        """One row per text, in order: shape (len(texts), dimensions)."""
+        ...
+
+    def embed_query(self, text: str) -> Vectors:
+        """Shape (dimensions,)."""
+        ...
+
+
+def normalised(vectors: Vectors) -> Vectors:
+    """Rows scaled to unit length (a zero row stays zero), as float32."""
+    matrix = np.asarray(vectors, dtype=np.float32)
+    norms = np.linalg.norm(matrix, axis=-1, keepdims=True)
+    return np.divide(matrix, norms, out=np.zeros_like(matrix), where=norms > 0)
