@@ -348,6 +348,18 @@ def folder_run(
     }
 
 
+def _commit() -> str:
+    """The commit measured, `+dirty` when the work tree has uncommitted changes."""
+    try:
+        head = subprocess.run(
+            ["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True, check=True
+        ).stdout.strip()
+        dirty = subprocess.run(["git", "status", "--porcelain"], cwd=ROOT, capture_output=True, text=True).stdout
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"
+    return f"{head}+dirty" if dirty.strip() else head
+
+
 def folder_benchmark(
     corpus: str, counts: list[int], workers: int, seed: int, timeout: float = 3600, probe: str = "both"
 ) -> dict[str, Any]:
@@ -356,7 +368,12 @@ def folder_benchmark(
     when there are any)."""
     from bench import man_corpus
 
-    results: dict[str, Any] = {"corpus": corpus, "cpu_count": os.cpu_count(), "python": sys.version.split()[0]}
+    results: dict[str, Any] = {
+        "corpus": corpus,
+        "commit": _commit(),
+        "cpu_count": os.cpu_count(),
+        "python": sys.version.split()[0],
+    }
     runs = []
     with tempfile.TemporaryDirectory(prefix="bench-folder-") as scratch:
         work = Path(scratch)
@@ -395,10 +412,10 @@ def main() -> None:
     parser.add_argument("--timeout", type=float, default=3600, help="with --folder: doc put's --timeout")
     arguments = parser.parse_args()
     if arguments.folder:
-        result = folder_benchmark(
+        measured = folder_benchmark(
             arguments.folder, arguments.documents, arguments.workers, arguments.seed, arguments.timeout, arguments.probe
         )
-        print(json.dumps(result, indent=2))
+        print(json.dumps(measured, indent=2))
         return
     arguments.documents = arguments.documents[0]
 

@@ -14,6 +14,11 @@ types (no binary, which would need base64) it is emitted as is. Results are iden
    request to route it; the list cannot change while the process runs, so it is computed once.
 3. moto looks up a response class's method names with `inspect.getmembers` on every request; they
    are fixed per class, so they are cached per class.
+4. DynamoDB requests: moto (5.2) parses every request member by member through the shape model
+   too, visiting the ten members of `AttributeValue` for each value of an item (a document record
+   carries lists of hundreds of chunk digests, written twice per document). A value in wire form
+   without binary parses to itself (binary members are base64-decoded, so those keep moto's path):
+   it is taken as is.
 """
 
 from __future__ import annotations
@@ -25,6 +30,7 @@ from agent_knowledge_dev.moto_pin import require_pinned_moto
 
 _SCALARS = {"S": str, "N": str, "BOOL": bool, "NULL": bool}
 _original: Any = None
+_original_parse: Any = None
 _patched: dict[tuple[Any, str], Any] = {}
 
 
@@ -53,9 +59,10 @@ def _replace(owner: Any, name: str, replacement: Any) -> None:
 
 def install() -> None:
     require_pinned_moto()
-    global _original
+    global _original, _original_parse
     from moto import backends
     from moto.core import responses
+    from moto.core.parse import BaseJSONParser
     from moto.core.serialize import JSONSerializer
 
     if _original is not None:
@@ -73,14 +80,27 @@ def install() -> None:
 
     JSONSerializer._serialize_type_structure = serialize_structure  # type: ignore[method-assign]
 
+    _original_parse = BaseJSONParser._parse_structure
+
+    def parse_structure(self: Any, shape: Any, value: Any) -> Any:
+        if shape.name == "AttributeValue" and self.MAP_TYPE is dict and _wire_form(value):
+            return value
+        return _original_parse(self, shape, value)
+
+    BaseJSONParser._parse_structure = parse_structure  # type: ignore[method-assign]
+
 
 def uninstall() -> None:
-    global _original
+    global _original, _original_parse
+    from moto.core.parse import BaseJSONParser
     from moto.core.serialize import JSONSerializer
 
     if _original is not None:
         JSONSerializer._serialize_type_structure = _original  # type: ignore[method-assign]
         _original = None
+    if _original_parse is not None:
+        BaseJSONParser._parse_structure = _original_parse  # type: ignore[method-assign]
+        _original_parse = None
     for (owner, name), original in _patched.items():
         setattr(owner, name, original)
     _patched.clear()

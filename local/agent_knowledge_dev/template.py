@@ -17,7 +17,12 @@ PROJECT_ROOT = Path(__file__).resolve().parents[2]
 TEMPLATE_PATH = PROJECT_ROOT / "template.yaml"
 
 
-class _CloudFormationLoader(yaml.SafeLoader):
+# libyaml's parser when PyYAML was built with it: the pure-Python one took 1-3 s for the template,
+# which every `doc list` and `kb status` reads (the queue names); same tags, same safe constructor.
+_SafeLoader: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
+class _CloudFormationLoader(_SafeLoader):
     """SafeLoader that turns CloudFormation short tags into their long form (`!Ref X` → {"Ref": "X"})."""
 
 
@@ -27,7 +32,7 @@ def _construct_tag(loader: yaml.SafeLoader, suffix: str, node: yaml.Node) -> dic
     elif isinstance(node, yaml.SequenceNode):
         value = loader.construct_sequence(node, deep=True)
     else:
-        value = loader.construct_mapping(node, deep=True)  # type: ignore[arg-type]
+        value = loader.construct_mapping(node, deep=True)
     if suffix == "Ref":
         return {"Ref": value}
     if suffix == "GetAtt" and isinstance(value, str):

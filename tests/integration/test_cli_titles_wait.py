@@ -277,3 +277,40 @@ def test_the_timeout_bounds_the_whole_single_file_put(run, tmp_path, monkeypatch
     else:
         assert result.stdout == ""
         assert f"slow-False.md was not uploaded within --timeout {timeout:g} s" in result.stderr
+
+
+def test_the_timeout_bounds_the_whole_folder_put_and_lists_what_was_not_uploaded(run, tmp_path, monkeypatch):
+    """Issue 24: `doc put --dir --timeout 900` ran 1,018 s (the uploads were not counted)."""
+    folder = tmp_path / "slow-folder"
+    folder.mkdir()
+    for name in ("a.md", "b.md", "c.md"):
+        (folder / name).write_text(f"# {name}\n\nA slow upload.\n", encoding="utf-8")
+    run("kb", "create", "slowdir")
+    released = threading.Event()
+    _wrap_sources_client(monkeypatch, lambda s3: _SlowPutObject(s3, 6.0, released))
+    try:
+        started = time.monotonic()
+        result = run("doc", "put", "slowdir", "--dir", str(folder), "--workers", "1", "--wait", "--timeout", "2")
+        elapsed = time.monotonic() - started
+    finally:
+        released.set()
+    assert result.status == 1, (result.stdout, result.stderr)
+    assert elapsed < 2 + 1.5, elapsed  # before: every upload, then --timeout more of waiting
+    summary = result.json()
+    assert summary["not_uploaded"] == ["a.md", "b.md", "c.md"] and summary["created"] == 0
+    assert "not uploaded within --timeout 2 s: 3 of 3 files" in result.stderr
+
+
+def test_a_folder_put_wait_shows_ready_failed_and_pending_counts_on_stderr(run, tmp_path):
+    """Issue 24: progress while waiting, with the counts (the bar on a terminal; forced here)."""
+    folder = tmp_path / "progress-folder"
+    folder.mkdir()
+    (folder / "good.md").write_text("# Good\n\nA heron by the river.\n", encoding="utf-8")
+    (folder / "empty.md").write_text("", encoding="utf-8")  # refused before upload: failed, not waited for
+    run("kb", "create", "progress")
+    result = run("doc", "put", "progress", "--dir", str(folder), "--wait", "--timeout", "60", "--progress")
+    assert result.status == 1, result.stderr  # one file failed
+    summary = result.json()
+    assert (summary["ready"], summary["failed"], summary["pending"]) == (1, 1, [])
+    assert "1 ready, 0 failed, 0 pending" in result.stderr
+    assert "failed: empty.md: " in result.stderr

@@ -211,3 +211,41 @@ def test_a_command_builds_only_its_own_arguments() -> None:
     )
     found = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert found.strip() == "[]"
+
+
+def test_the_banner_names_the_cli_the_way_it_can_be_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 24: the banner printed `agent-knowledge …` though only `.venv/bin/agent-knowledge` existed."""
+    import sys
+
+    from agent_knowledge_dev.server import cli_command
+
+    script = tmp_path / "project" / ".venv" / "bin" / "agent-knowledge"
+    script.parent.mkdir(parents=True)
+    script.write_text("#!/bin/sh\n", encoding="utf-8")
+    script.chmod(0o755)
+    monkeypatch.setenv("PATH", str(tmp_path / "elsewhere"))
+    assert cli_command(str(script), cwd=tmp_path / "project") == ".venv/bin/agent-knowledge"
+    assert cli_command(str(script), cwd=tmp_path / "other") == str(script)  # not below: the absolute path
+    monkeypatch.setenv("PATH", str(script.parent))  # activated virtualenv: the bare name works
+    assert cli_command(str(script), cwd=tmp_path) == "agent-knowledge"
+    python = os.path.abspath(sys.executable)  # run as a module: that interpreter, by its path
+    assert cli_command("/src/agent_knowledge_dev/cli.py", cwd=tmp_path) == f"{python} -m agent_knowledge_dev.cli"
+
+
+def test_the_template_reads_the_same_with_libyaml_as_with_pure_python_yaml() -> None:
+    """Issue 24: `doc list` and `kb status` read template.yaml (the queue names); the pure-Python
+    parser took seconds of their start-up. libyaml's must give exactly the same document."""
+    import yaml
+
+    from agent_knowledge_dev import template
+
+    class PurePython(yaml.SafeLoader):
+        pass
+
+    PurePython.add_multi_constructor("!", template._construct_tag)
+    with template.TEMPLATE_PATH.open(encoding="utf-8") as handle:
+        expected = yaml.load(handle, Loader=PurePython)  # noqa: S506 - SafeLoader subclass
+    assert template.load_template() == expected
+    assert expected["Resources"]["SourceQueue"]["Properties"]["RedrivePolicy"]["deadLetterTargetArn"] == {
+        "Fn::GetAtt": ["SourceDeadLetterQueue", "Arn"]
+    }
