@@ -27,7 +27,7 @@ The pipeline decides by type, never by message text. The protocol ladder, by wha
     │   └── TaskNotActive
     ├── TurnConflict                   an idempotency key already bound to another request (§9)
     ├── SearchAgain                    the reference cannot be used; a new search is the remedy (§5)
-    │   ├── ReferenceInvalid(reason)    one message for every cause; the reason is logged
+    │   ├── ReferenceInvalid(reason, token)  one message per token, whatever the cause; the reason is logged
     │   ├── ReferenceExpired(expires_at)
     │   ├── ScopeChanged
     │   └── KnowledgeChanged
@@ -140,17 +140,24 @@ class SearchAgain(KnowledgeError):
 
 class ReferenceInvalid(SearchAgain):
     """One message for every cause, so that a caller holding a stolen token cannot tell a forged
-    one from a genuine one issued to someone else. `reason` names the failed check for the logs
-    only (`context()`); it never contains the token."""
+    one from a genuine one issued to someone else. The message names only which token was refused
+    (`token`: "reference" or "cursor"), and a cursor is blamed only once its reference has passed
+    every check of its own, bound identity included (knowledge/read.py), so it tells a thief nothing.
+    `reason` names the failed check for the logs only (`context()`); it never contains the token."""
 
     code = "knowledge_reference_invalid"
     default_message = "the knowledge reference or cursor is invalid"
+    _MESSAGES: ClassVar[dict[str, str]] = {
+        "reference": "the knowledge reference is invalid",
+        "cursor": "the knowledge cursor is invalid (its reference is valid: read again without the cursor)",
+    }
 
-    context_fields = ("reason",)
+    context_fields = ("reason", "token")
     reason: str | None
+    token: str | None
 
-    def __init__(self, reason: str | None = None) -> None:
-        super().__init__(reason=reason)  # never a caller-specific message
+    def __init__(self, reason: str | None = None, *, token: str | None = None) -> None:
+        super().__init__(self._MESSAGES.get(token or ""), reason=reason, token=token)
 
 
 class ReferenceExpired(SearchAgain):

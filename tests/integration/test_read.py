@@ -171,6 +171,7 @@ def test_every_400_reference_error_says_the_same_and_logs_its_reason(call, libra
         "cursor of another reference": ({"ref": other_ref, "cursor": cursor}, DEMO_TOKEN),
         "another caller": ({"ref": ref}, token),
         "another run": ({"ref": search_ref(call, "receipt", token=token), "run_id": "run_t"}, token),
+        "another caller's reference with a forged cursor": ({"ref": ref, "cursor": _tamper(cursor)}, token),
     }
     messages, reasons = set(), {}
     for name, (body, bearer_token) in cases.items():
@@ -178,13 +179,19 @@ def test_every_400_reference_error_says_the_same_and_logs_its_reason(call, libra
         result = read(call, body, token=bearer_token)
         assert error(result) == (400, "knowledge_reference_invalid"), name
         messages.add(result.json()["message"])
+        blamed = "cursor" if name in {"forged cursor", "cursor of another reference"} else "reference"
+        assert result.json()["message"].startswith(f"the knowledge {blamed} is invalid"), name
         (refused,) = [
             record for record in caplog.records if getattr(record, "error_code", "") == result.json()["error"]
         ]
         reasons[name] = refused.reason
         logged = " ".join(str(value) for value in vars(refused).values())
         assert ref not in logged and cursor not in logged and other_ref not in logged
-    assert messages == {"the knowledge reference or cursor is invalid"}
+    # The answer names only which token was refused; a cursor only to its reference's own caller.
+    assert messages == {
+        "the knowledge reference is invalid",
+        "the knowledge cursor is invalid (its reference is valid: read again without the cursor)",
+    }
     # The logs tell an operator which check failed.
     assert reasons["forged"] == "reference: bad signature"
     assert reasons["forged cursor"] == "cursor: bad signature"

@@ -24,7 +24,7 @@ from agent_knowledge.errors import (
     ReferenceInvalid,
     ScopeChanged,
 )
-from agent_knowledge.identity.caller import Workspace
+from agent_knowledge.identity.caller import Caller, Workspace
 from agent_knowledge.identity.run_access import authorize_run
 from agent_knowledge.knowledge.body_window import BodyWindow, read_body_window
 from agent_knowledge.knowledge.read_budget import plan_page, window_end
@@ -47,22 +47,34 @@ from agent_knowledge.runtime.concurrency import background
 from agent_knowledge.runtime.container import Dependencies
 
 
-def _open_tokens(codec: TokenCodec, request: ReadRequest) -> tuple[ReferenceClaims, CursorClaims | None]:
+def _open_tokens(
+    codec: TokenCodec, request: ReadRequest
+) -> tuple[ReferenceClaims, CursorClaims | None, ReferenceInvalid | None]:
+    """The reference (its error raised now), and the cursor or why it is refused (raised by
+    `read_knowledge` only once the reference passed its own checks, see `ReferenceInvalid`)."""
     # Reasons are the codec's fixed phrases (never token text); they reach the logs only.
     try:
         reference = codec.open_reference(request.ref)
     except TokenInvalid as exc:
-        raise ReferenceInvalid(f"reference: {exc}") from None
+        raise ReferenceInvalid(f"reference: {exc}", token="reference") from None
+    if not request.cursor:
+        return reference, None, None
     try:
-        cursor = codec.open_cursor(request.cursor) if request.cursor else None
+        cursor = codec.open_cursor(request.cursor)
     except TokenInvalid as exc:
-        raise ReferenceInvalid(f"cursor: {exc}") from None
-    if cursor is not None:
-        if not hmac.compare_digest(cursor.reference, reference_digest(request.ref)):
-            raise ReferenceInvalid("the cursor belongs to another reference")
-        if cursor.offset != cursor.served or cursor.served > READ_CHAIN_MAX_BYTES:
-            raise ReferenceInvalid("the cursor's offsets are out of bounds")
-    return reference, cursor
+        return reference, None, ReferenceInvalid(f"cursor: {exc}", token="cursor")
+    if not hmac.compare_digest(cursor.reference, reference_digest(request.ref)):
+        return reference, None, ReferenceInvalid("the cursor belongs to another reference", token="cursor")
+    if cursor.offset != cursor.served or cursor.served > READ_CHAIN_MAX_BYTES:
+        return reference, None, ReferenceInvalid("the cursor's offsets are out of bounds", token="cursor")
+    return reference, cursor, None
+
+
+def _ensure_bound(reference: ReferenceClaims, caller: Caller, run_id: str | None) -> None:
+    if run_id != reference.run_id or not hmac.compare_digest(
+        identity_digest(caller, reference.run_id), reference.identity
+    ):
+        raise ReferenceInvalid("issued to another caller or run", token="reference")
 
 
 def _ensure_fresh(reference: ReferenceClaims, cursor: CursorClaims | None, now: float) -> None:
@@ -83,6 +95,7 @@ class _Tokens:
 
     reference: ReferenceClaims | None = None
     cursor: CursorClaims | None = None
+    cursor_error: ReferenceInvalid | None = None  # raised after the reference's own checks
     error: KnowledgeError | None = None
 
     def get(self) -> tuple[ReferenceClaims, CursorClaims | None]:
@@ -117,7 +130,7 @@ class ReadAhead:
         """Start the body read if the record read with the session is what the reference names;
         the bytes are used only once every check passed."""
         reference, cursor = self.tokens.reference, self.tokens.cursor
-        if reference is None or document is None or not _fetchable(document, reference):
+        if reference is None or document is None or self.tokens.cursor_error or not _fetchable(document, reference):
             return
         offset = cursor.offset if cursor else 0
         served = cursor.served if cursor else 0
@@ -179,11 +192,12 @@ def read_knowledge(deps: Dependencies, workspace: Workspace, ahead: ReadAhead) -
     reference, cursor = ahead.tokens.get()
     fetches = ahead.fetches
     codec = deps.token_codec()
+    if ahead.tokens.cursor_error is not None:
+        # The cursor is blamed only to the reference's own caller (see `ReferenceInvalid`).
+        _ensure_bound(reference, caller, request.run_id)
+        raise ahead.tokens.cursor_error
     _ensure_fresh(reference, cursor, deps.clock())
-    if request.run_id != reference.run_id or not hmac.compare_digest(
-        identity_digest(caller, reference.run_id), reference.identity
-    ):
-        raise ReferenceInvalid("issued to another caller or run")
+    _ensure_bound(reference, caller, request.run_id)
     scope = workspace.scope
     if not hmac.compare_digest(scope_digest(scope.revision), reference.scope):
         raise ScopeChanged()
@@ -194,7 +208,7 @@ def read_knowledge(deps: Dependencies, workspace: Workspace, ahead: ReadAhead) -
     offset = cursor.offset if cursor else 0
     served = cursor.served if cursor else 0
     if offset > document.body_bytes:
-        raise ReferenceInvalid("the cursor's offset is past the end of the body")
+        raise ReferenceInvalid("the cursor's offset is past the end of the body", token="cursor")
 
     end = window_end(offset, served, document.body_bytes, request.max_bytes)
     window = _window(deps, document, fetches[0] if fetches else None, offset, end)
