@@ -3,6 +3,12 @@
     ours OBJECTS_ROOT KB_JSON STORE   IndexCache loads the KB's newest generation into STORE
                                       (streaming the files it lacks), opens it, one query
     tantivy DIRECTORY                 tantivy opens the same files, one query
+    moto-search URL BUCKET KB_JSON STORE
+                                      the same from a moto server through the product's BodyStore
+                                      (S3 checksums validated by botocore): a first search
+    moto-indexer URL BUCKET KB_JSON STORE RECORD_JSON
+                                      a cold indexer's first update (`update_kb_index`) of the
+                                      document RECORD_JSON describes (its body is in the bucket)
 
 Both import the same modules first; the figures are wall and CPU time of the load and the peak
 RSS (VmHWM) increase over the RSS before it. Prints `BENCH_RESULT {json}`.
@@ -14,6 +20,7 @@ import json
 import sys
 import time
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 QUERY = "configuration template deploy"
@@ -59,6 +66,64 @@ def record_for(index: Any, doc_id: str) -> Any:
     )  # fmt: skip
 
 
+class _CountingStore:
+    """The product's BodyStore, with the bytes it moved counted."""
+
+    def __init__(self, store: Any) -> None:
+        self._store = store
+        self.downloaded_bytes = self.uploaded_bytes = self.gets = 0
+
+    def download(self, key: str, target: Any) -> int:
+        written = self._store.download(key, target)
+        self.downloaded_bytes += written
+        self.gets += 1
+        return written
+
+    def read(self, key: str) -> bytes:
+        data = bytes(self._store.read(key))
+        self.downloaded_bytes += len(data)
+        self.gets += 1
+        return data
+
+    def put_file(self, key: str, source: Any, sha256_hex: str, content_type: str) -> int:
+        sent = int(self._store.put_file(key, source, sha256_hex, content_type))
+        self.uploaded_bytes += sent
+        return sent
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._store, name)
+
+
+def _moto_store(url: str, bucket: str) -> _CountingStore:
+    """Created before the timed part (a container's S3 client outlives its first request)."""
+    import boto3
+
+    from agent_knowledge.repositories.bodies import BodyStore
+
+    client = boto3.client("s3", endpoint_url=url, region_name="us-east-1")
+    return _CountingStore(BodyStore(lambda: client, bucket))
+
+
+class _OneKb:
+    def __init__(self, record: Any) -> None:
+        self.record = record
+
+    def get(self, kb_id: str) -> Any:
+        return self.record
+
+    def publish_index(self, kb_id: str, expected: int, manifests: list[str]) -> bool:
+        self.record = self.record.model_copy(update={"generation": expected + 1, "index_manifests": manifests})
+        return True
+
+
+class _OneRecord:
+    def __init__(self, record: Any) -> None:
+        self.record = record
+
+    def get_whole(self, keys: list[tuple[str, str]]) -> dict[tuple[str, str], Any]:
+        return {key: self.record for key in keys if key == (self.record.kb_id, self.record.doc_id)}
+
+
 def main() -> None:
     import tantivy  # noqa: F401
 
@@ -66,14 +131,34 @@ def main() -> None:
     from agent_knowledge.index.local_files import LocalFiles
     from agent_knowledge.index.query import retrieve  # noqa: F401
     from agent_knowledge.index.reader_cache import IndexCache
-    from agent_knowledge.records import KnowledgeBaseRecord
+    from agent_knowledge.records import DocumentRecord, KnowledgeBaseRecord
     from bench.index_store import DirectoryObjects
 
     mode = sys.argv[1]
+    store = _moto_store(sys.argv[2], sys.argv[3]) if mode.startswith("moto-") else None
     before = _status_kib("VmRSS")
     wall, cpu = time.perf_counter(), time.process_time()
     result: dict[str, Any] = {}
-    if mode == "ours":
+    if mode == "moto-search":
+        kb = KnowledgeBaseRecord.model_validate_json(Path(sys.argv[4]).read_text(encoding="utf-8"))
+        cache = IndexCache(LocalFiles(sys.argv[5]))
+        index = cache.get(store, kb)
+        assert index is not None
+        raw_search(index._searcher, QUERY)
+        result["downloaded_bytes"] = store.downloaded_bytes
+        result["gets"] = store.gets
+        result["chunks"] = index.chunk_count
+    elif mode == "moto-indexer":
+        from agent_knowledge.index.update import update_kb_index
+
+        kb = KnowledgeBaseRecord.model_validate_json(Path(sys.argv[4]).read_text(encoding="utf-8"))
+        record = DocumentRecord.model_validate_json(Path(sys.argv[6]).read_text(encoding="utf-8"))
+        repositories = SimpleNamespace(knowledge_bases=_OneKb(kb), documents=_OneRecord(record), bodies=store)
+        generation = update_kb_index(repositories, kb.kb_id, [record.doc_id], files=LocalFiles(sys.argv[5]))  # type: ignore[arg-type]
+        assert generation > kb.generation
+        result["downloaded_bytes"] = store.downloaded_bytes
+        result["uploaded_bytes"] = store.uploaded_bytes
+    elif mode == "ours":
         objects = DirectoryObjects(sys.argv[2])
         kb = KnowledgeBaseRecord.model_validate_json(Path(sys.argv[3]).read_text(encoding="utf-8"))
         cache = IndexCache(LocalFiles(sys.argv[4]))

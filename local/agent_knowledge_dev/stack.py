@@ -14,7 +14,18 @@ from typing import Any
 from agent_knowledge_dev.template import environment_variables, resources_of_type, template
 
 SERVER_TOKEN_SECRET_NAME = "agent-knowledge/server-token"
-LOCAL_PARAMETERS = {"RunTtlSeconds": "86400"}
+# The template's defaults of the ephemeral storage sizes: what `kb status` reports the largest
+# servable index from (agent_knowledge.index.sizing).
+LOCAL_PARAMETERS = {
+    "RunTtlSeconds": "86400",
+    "SearchEphemeralStorageSize": "2048",
+    "IndexerEphemeralStorageSize": "2048",
+    # Hybrid search out of the box, offline: the local model (weights inside a registry package)
+    # stands in for Bedrock, which moto does not serve. Its model id and dimensions are its own.
+    "EmbeddingProvider": "local",
+    "EmbeddingModelId": "",
+    "EmbeddingDimensions": "",
+}
 
 
 def table_name(logical_id: str) -> str:

@@ -2,9 +2,10 @@
 
 Requests forbid unknown fields. Responses are serialized with `agent_knowledge.wire`
 so that byte budgets are measured on exactly the bytes sent.
-"""
 
-from __future__ import annotations
+No `from __future__ import annotations` here: pydantic would compile every annotation string when
+each model class is created, at import (docs: bench/README.md, cold start).
+"""
 
 from typing import Annotated, Any, ClassVar, Final, Generic, Literal, TypeVar
 
@@ -57,9 +58,6 @@ class Limits(ResponseModel):
     read_chain_max_bytes: int = limits.READ_CHAIN_MAX_BYTES
 
 
-LIMITS = Limits()
-
-
 class CapabilitiesResponse(ResponseModel):
     schema_version: Literal["bailing.agent-knowledge-capabilities.v1"] = CAPABILITIES_SCHEMA
     protocol: Literal["bailing.agent-knowledge.v1"] = PROTOCOL
@@ -68,7 +66,8 @@ class CapabilitiesResponse(ResponseModel):
     enabled: bool
     knowledge_scope_revision: str
     delivery_modes: list[Literal["inline", "on_demand"]] = ["inline", "on_demand"]
-    limits: Limits = LIMITS
+    # A factory, not an instance made at import: only the capabilities function builds Limits.
+    limits: Limits = Field(default_factory=Limits)
 
 
 class SearchRequest(RequestModel):

@@ -4,8 +4,6 @@ These are storage models, not API models; API request/response models live in
 `agent_knowledge.models`.
 """
 
-from __future__ import annotations
-
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
@@ -13,14 +11,18 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 class Record(BaseModel):
     # Schemas are built on first use, not at import: building them all is ~100 ms of cold start,
-    # and a request touches only a few record types.
+    # and a request touches only a few record types. Empty-list defaults are written `= []`, not
+    # `Field(default_factory=list)`: pydantic copies them per instance all the same, and a factory
+    # makes the schema build call inspect.signature(list), whose first call compiles the tokenize
+    # module's patterns (~7 ms of the first request). No `from __future__ import annotations` in
+    # this module: pydantic would then compile every annotation string at class creation.
     model_config = ConfigDict(extra="ignore", defer_build=True)
 
 
 class Principal(Record):
     id: str = Field(min_length=1)
     tenant: str | None = None
-    roles: list[str] = Field(default_factory=list)
+    roles: list[str] = []
     audience: str | None = None
 
 
@@ -30,7 +32,7 @@ class SessionRecord(Record):
     client_app_id: str
     principal: Principal | None = None
     on_behalf_of: str | None = None
-    allowed_routes: list[str] = Field(default_factory=list)
+    allowed_routes: list[str] = []
     expires_at: int
     # The access token may expire before the session it belongs to.
     access_token_expires_at: int | None = None
@@ -42,7 +44,7 @@ class SessionRecord(Record):
 class ClientRecord(Record):
     client_app_id: str
     enabled: bool = True
-    allowed_routes: list[str] = Field(default_factory=list)
+    allowed_routes: list[str] = []
 
 
 class AudiencePolicy(Record):
@@ -69,7 +71,7 @@ class KnowledgeConfig(Record):
     model_config = ConfigDict(extra="forbid")
 
     enabled: bool = False
-    sources: list[SourceConfig] = Field(default_factory=list)
+    sources: list[SourceConfig] = []
     top_k: int = Field(default=10, ge=1, le=100)
     min_score: float = Field(default=0.0, ge=0)
     max_docs: int = Field(default=3, ge=1, le=10)
@@ -132,9 +134,9 @@ class DocumentRecord(Record):
     body_etag: str = ""
     chunk_count: int = 0
     # Per chunk: the first 16 hex digits of the SHA-256 of its UTF-8 text.
-    chunk_digests: list[str] = Field(default_factory=list)
+    chunk_digests: list[str] = []
     # Chunk boundaries as [start, end) UTF-8 *byte* offsets into the stored body.
-    chunk_offsets: list[tuple[int, int]] = Field(default_factory=list)
+    chunk_offsets: list[tuple[int, int]] = []
     created_at: int = 0
     updated_at: int = 0
     # Unique per write of the record (part of body_key): the version a conditional write replaces.
@@ -171,6 +173,6 @@ TaskState = Literal["active", "paused", "cancelled"]
 class TaskRecord(Record):
     task_id: str
     state: TaskState
-    members: list[str] = Field(default_factory=list)
+    members: list[str] = []
     scope_hash: str
     expires_at: int

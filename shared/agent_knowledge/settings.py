@@ -4,8 +4,6 @@ Every variable is declared in `template.yaml` (Globals.Function.Environment); th
 literal table or bucket names anywhere in the code.
 """
 
-from __future__ import annotations
-
 import os
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError

@@ -14,6 +14,7 @@ import errno
 import json
 import logging
 import os
+import threading
 from collections import namedtuple
 
 import pytest
@@ -31,6 +32,7 @@ from agent_knowledge.index.query import RetrievalResult, retrieve
 from agent_knowledge.index.reader_cache import IndexCache, read_manifest, reset_local_state
 from agent_knowledge.ingest.ingestor import Ingestor
 from agent_knowledge.knowledge.hints import search_status
+from agent_knowledge.repositories.documents import document_id
 from agent_knowledge_dev.admin import create_knowledge_base
 from agent_knowledge_dev.demo import DEMO_KB
 from agent_knowledge_dev.handlers import load_event, with_changes
@@ -186,27 +188,33 @@ def test_search_status_counts_a_degraded_source_as_partial():
 
 def test_a_full_disk_fails_the_source_frees_its_files_and_backs_off(stack, ingestor, cache, monkeypatch, caplog):
     downloads = Downloads(stack, monkeypatch)
-    original_write = local_files_module._HashingWriter.write
+    bodies = stack.repositories.bodies
+    counting = bodies.download
+    lock = threading.Lock()
+    of_kb: list[str] = []
 
-    def disk_full_at_the_second_file(self, data):
-        of_kb = [key for key in downloads.keys if key.startswith("indexes/kb/")]
-        if downloads.keys[-1].startswith("indexes/kb/") and len(of_kb) >= 2:
-            original_write(self, data[: len(data) // 2])  # what fitted stays in the partial file
+    def disk_full_at_the_second_file(key, target):
+        with lock:
+            of_kb.extend([key] if key.startswith("indexes/kb/") else [])
+            second = key.startswith("indexes/kb/") and len(of_kb) == 2
+        if second:
+            downloads.keys.append(key)
+            target.write(b"what fitted")  # stays in the partial file
             raise OSError(errno.ENOSPC, "No space left on device")
-        return original_write(self, data)
+        return counting(key, target)
 
-    monkeypatch.setattr(local_files_module._HashingWriter, "write", disk_full_at_the_second_file)
+    monkeypatch.setattr(bodies, "download", disk_full_at_the_second_file)
     with caplog.at_level(logging.WARNING):
         result = run_search(stack, cache, ["kb", "other"], "cats")
     assert result.failed_kb_ids == ["kb"] and result.answered_kb_ids == ["other"]
     assert titles(result) == ["Birds"] and search_status(result) == "partial"
     assert DOES_NOT_FIT in caplog.text
-    # Neither the partial file nor the file completed before it is left: only the other KB's files.
+    # Neither the partial file nor the files completed beside it are left: only the other KB's files.
     other = read_manifest(stack.repositories.bodies, "other", newest_key(stack, "other"))
     assert set(os.listdir(os.path.join(cache.files.root, "objects"))) == {e.sha256 for e in other.files.values()}
     assert not [name for name in local_files_left(cache) if name.endswith(".part")]
     attempted = len(downloads.keys)
-    assert len([key for key in downloads.keys if key.startswith("indexes/kb/")]) == 2
+    assert len([key for key in downloads.keys if key.startswith("indexes/kb/")]) >= 2
 
     # Within the back-off nothing is downloaded again; the only source failing is `unavailable`.
     result = run_search(stack, cache, ["kb"], "cats")
@@ -214,7 +222,7 @@ def test_a_full_disk_fails_the_source_frees_its_files_and_backs_off(stack, inges
     assert len(downloads.keys) == attempted
 
     # Room again, and the back-off over: the next search loads the index.
-    monkeypatch.setattr(local_files_module._HashingWriter, "write", original_write)
+    monkeypatch.setattr(bodies, "download", counting)
     monkeypatch.setattr(reader_cache, "RETRY_SECONDS", 0.0)
     result = run_search(stack, cache, ["kb"], "cats")
     assert titles(result) == ["Cats"] and search_status(result) == "ok"
@@ -258,3 +266,34 @@ def test_os_errors_map_to_fixed_messages():
     assert full.context() == {"error_code": "ENOSPC"}
     denied = storage_failure(PermissionError(errno.EACCES, "Permission denied: '/tmp/x'"))
     assert type(denied) is LocalStorageFailed and "/tmp" not in str(denied) and "denied" not in str(denied)
+
+
+def test_an_indexer_that_cannot_hold_the_index_fails_the_update_clearly_without_downloading_or_rebuilding(
+    stack, ingestor, monkeypatch, tmp_path
+):
+    from agent_knowledge.index.update import update_kb_index
+
+    ingestor.put("kb", "dogs.md", "Dogs", "Dogs chase cats.", rebuild_index=False)
+    generation = stack.repositories.knowledge_bases.get("kb").generation
+    downloads = Downloads(stack, monkeypatch)
+    _free_space(monkeypatch, local_files_module.ROOM_MARGIN_BYTES)
+    writer_files = LocalFiles(str(tmp_path / "writer"))
+    with pytest.raises(IndexDoesNotFit) as failure:
+        update_kb_index(stack.repositories, "kb", [document_id("dogs.md")], files=writer_files)
+    assert str(failure.value) == DOES_NOT_FIT and failure.value.context()["needed_bytes"] > 0
+    assert downloads.keys == [] and stack.repositories.knowledge_bases.get("kb").generation == generation
+
+
+def test_kb_status_shows_the_index_size_and_the_largest_index_the_sizing_serves(stack, ingestor, monkeypatch):
+    from agent_knowledge.index.sizing import MARGIN_BYTES, MB
+    from agent_knowledge.ingest.status import kb_status
+
+    newest = read_manifest(stack.repositories.bodies, "kb", newest_key(stack))
+    monkeypatch.setenv("SEARCH_EPHEMERAL_STORAGE_MB", "4096")
+    monkeypatch.setenv("INDEXER_EPHEMERAL_STORAGE_MB", "2048")
+    status = kb_status(stack.repositories, "kb")
+    # The indexer's rebuild needs two copies: 2,048 MB holds an index of half of it.
+    assert status.index_bytes == newest.index_bytes > 0
+    assert status.largest_index_bytes == (2048 * MB - MARGIN_BYTES) // 2
+    monkeypatch.setenv("INDEXER_EPHEMERAL_STORAGE_MB", "10240")
+    assert kb_status(stack.repositories, "kb").largest_index_bytes == 4096 * MB - MARGIN_BYTES

@@ -12,11 +12,14 @@ import tantivy
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from agent_knowledge.index import merge_policy
 from agent_knowledge.index import schema as fields
+from agent_knowledge.index.builder import stored_chunk
 from agent_knowledge.index.layout import KEEP_GENERATIONS, prefix
 from agent_knowledge.index.local_files import LocalFiles
 from agent_knowledge.index.reader_cache import IndexCache, read_manifest, reset_local_state
 from agent_knowledge.index.rebuild import rebuild_kb_index
+from agent_knowledge.index.segment_passes import SegmentEditor
 from agent_knowledge.index.update import update_kb_index
 from agent_knowledge.index.writer import ORPHAN_GRACE_SECONDS, collect_garbage, manifests
 from agent_knowledge.ingest.ingestor import Ingestor
@@ -46,15 +49,8 @@ def live_chunks(stack, kb_id: str, cache: IndexCache) -> set[tuple[str, str, int
         return set()
     found = set()
     for _, address in searcher.search(tantivy.Query.all_query(), total, count=False).hits:
-        stored = searcher.doc(address)
-        found.add(
-            (
-                str(stored.get_first(fields.DOC_ID)),
-                str(stored.get_first(fields.REVISION)),
-                int(stored.get_first(fields.CHUNK_INDEX)),
-                str(stored.get_first(fields.DIGEST)),
-            )
-        )
+        chunk = stored_chunk(searcher.doc(address))
+        found.add((chunk.doc_id, chunk.revision, chunk.chunk_index, chunk.digest))
     return found
 
 
@@ -137,7 +133,9 @@ def test_a_one_document_update_uploads_only_the_new_files(stack, ingestor, monke
         [(new.file_key(n), e.size) for n, e in added.items()] + [(manifest_key, len(new.to_bytes()))]
     )
     # The one segment of the rebuild is not uploaded again: only its delete bitset is.
-    assert [name for name in added if name.endswith(".del")] and sum(size for _, size in uploads) < base.total_bytes / 5
+    base_segments = {name[:32] for name in base.files}
+    assert [name for name in added if name.endswith(".del")]
+    assert not [name for name in added if name[:32] in base_segments and not name.endswith(".del")]
     assert new.generation == 2 and new.chunks == base.chunks - before + 1 and new.documents == base.documents
     assert search_titles(stack, ["kb"], "zulu") == ["D7"]
 
@@ -310,3 +308,88 @@ def test_nothing_unreferenced_stays_beyond_the_kept_generations(stack, ingestor)
     assert collect_garbage(bodies, "kb", kept, []) == 0
     assert collect_garbage(bodies, "kb", kept, [], now=time.time() + ORPHAN_GRACE_SECONDS + 60) == 1
     assert {listed.key for listed in bodies.list(prefix("kb"))} == referenced
+
+
+# -- merge policy, compaction, S3 checksums (issue 25) -----------------------------------------
+
+
+def _segment_count(stack, kb_id: str = "kb") -> int:
+    return len(newest_manifest(stack, kb_id).meta["segments"])
+
+
+def test_one_document_updates_upload_only_their_segment_and_compaction_publishes_its_own_generation(
+    stack, ingestor, monkeypatch
+):
+    # A tiny budget: every merge of this small KB is compaction's, so the first one shows up early.
+    monkeypatch.setattr(merge_policy, "UPDATE_MERGE_MAX_BYTES", 1)
+    for i in range(4):
+        ingestor.put("kb", f"base{i}.md", f"Base {i}", _body(["alpha", f"base{i}"], 2), rebuild_index=False)
+    ingestor.rebuild_index("kb")
+    bodies = stack.repositories.bodies
+    original = bodies.put_file
+    uploads: list[str] = []
+
+    def counting(key, source, sha256_hex, content_type):
+        uploads.append(key)
+        return original(key, source, sha256_hex, content_type)
+
+    monkeypatch.setattr(bodies, "put_file", counting)
+    kinds = []
+    for i in range(merge_policy.FAN_IN + 1):
+        before = kb_record(stack).generation
+        uploads.clear()
+        ingestor.put("kb", f"new{i}.md", f"New {i}", _body(["bravo", f"new{i}"], 1))
+        published = kb_record(stack).index_manifests[: kb_record(stack).generation - before]
+        kinds.append([read_manifest(bodies, "kb", key).kind for key in reversed(published)])
+        # An update uploads its own segment's files and its manifest, never a merged segment (what
+        # a compaction uploads comes after the update's manifest).
+        update_manifest = read_manifest(bodies, "kb", published[-1])
+        own = uploads[: next(n for n, key in enumerate(uploads) if "/manifests/" in key)]
+        assert len({key.split("/files/")[1].split(".")[1] for key in own}) == 1
+        assert update_manifest.kind == "update"
+        assert _segment_count(stack) <= merge_policy.segment_bound(newest_manifest(stack).chunks)
+    # The rebuild's segment and 7 one-document segments fill tier 0: the 7th update's publish is
+    # followed by a compaction that merges the 8; no other.
+    assert kinds[merge_policy.FAN_IN - 2] == ["update", "compaction"]
+    assert kinds.count(["update"]) == len(kinds) - 1
+    compacted = newest_manifest(stack)
+    assert compacted.documents == 4 + merge_policy.FAN_IN + 1 and _segment_count(stack) < merge_policy.FAN_IN
+    assert search_titles(stack, ["kb"], "new3") == ["New 3"] and search_titles(stack, ["kb"], "base2") == ["Base 2"]
+
+
+def test_an_update_shows_tantivy_only_the_segments_holding_the_changed_document(stack, ingestor, monkeypatch):
+    for i in range(6):
+        ingestor.put("kb", f"d{i}.md", f"D{i}", _body(["alpha", f"word{i}"], 2))  # six segments
+    passes: list[int] = []
+    original = SegmentEditor._pass
+
+    def counting(self, segment_ids, work):
+        passes.append(len(segment_ids))
+        return original(self, segment_ids, work)
+
+    monkeypatch.setattr(SegmentEditor, "_pass", counting)
+    ingestor.put("kb", "d3.md", "D3", "A changed body about zulu.")
+    assert passes == [1]  # one commit, showing the one segment that held d3
+    assert search_titles(stack, ["kb"], "zulu") == ["D3"] and search_titles(stack, ["kb"], "word3") == []
+
+
+def test_a_file_whose_bytes_changed_in_the_bucket_fails_its_s3_checksum_not_the_search(stack, ingestor):
+    from moto.backends import get_backend
+
+    ingestor.put("kb", "a.md", "Cats", "Cats sleep all day.")
+    ingestor.put("kb", "b.md", "Dogs", "Dogs bark at cats.")  # generation 2: a new segment
+    base = read_manifest(stack.repositories.bodies, "kb", kb_record(stack).index_manifests[1])
+    new = newest_manifest(stack)
+    name = next(n for n, e in new.files.items() if n not in base.files and n.endswith(".store"))
+    bucket = stack.environment["BODIES_BUCKET"]
+    stored = next(
+        backend["aws"].buckets[bucket].keys[new.file_key(name)]
+        for backend in get_backend("s3").values()
+        if bucket in backend["aws"].buckets
+    )
+    stored._value_buffer.seek(0)
+    stored._value_buffer.write(b"\x00")  # bit rot: the stored CRC32 no longer matches
+    reset_local_state()
+    result = search(stack, ["kb", "other"], "cats")
+    assert result.failed_kb_ids == [] and [d.document.title for d in result.documents] == ["Cats"]
+    assert result.degraded_kb_ids == ["kb"]  # generation 1 served: its files are intact

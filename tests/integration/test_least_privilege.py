@@ -78,14 +78,15 @@ def _statements(policies: list[Any]) -> Iterator[dict[str, Any]]:
 
 
 def granted(function: str) -> set[tuple[str, str]]:
-    """(action, resource) pairs the function's Allow statements grant (KMS excluded: not local)."""
+    """(action, resource) pairs the function's Allow statements grant (KMS and Bedrock excluded: not
+    local; tests/unit/test_template.py checks the Bedrock grant names the configured model only)."""
     policies = load_template()["Resources"][function]["Properties"]["Policies"]
     pairs = set()
     for statement in _statements(policies):
         assert statement["Effect"] == "Allow"
         resources = statement["Resource"] if isinstance(statement["Resource"], list) else [statement["Resource"]]
         for action in statement["Action"]:
-            if action.startswith("kms:"):
+            if action.startswith(("kms:", "bedrock:")):
                 continue
             pairs.update((action, _resource_name(resource)) for resource in resources)
     return pairs

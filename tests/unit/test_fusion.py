@@ -70,3 +70,45 @@ def test_a_key_best_in_both_lists_is_first_after_either_fusion(lexical, dense, w
     dense = [("z", max((s for _, s in dense), default=0.0) + 1.0), *sorted(dense, key=lambda c: c[1], reverse=True)]
     assert weighted_min_max(lexical, dense, dense_weight=weight)[0] == ("z", pytest.approx(1.0))
     assert reciprocal_rank(lexical, dense, dense_weight=weight)[0][0] == "z"
+
+
+# -- one KB's lexical and dense documents (index/hybrid.py) ------------------------------------------
+
+
+def _lexical(doc_id: str, score: float, chunk: int = 0):
+    from agent_knowledge.index.kb_index import IndexHit
+
+    return IndexHit(doc_id, "rev", chunk, "0" * 16, score, stored=None)
+
+
+def _dense(doc_id: str, score: float, chunk: int = 0):
+    from agent_knowledge.index.vectors import VectorHit
+
+    return VectorHit(0, score, doc_id, "rev", chunk, "0" * 16)
+
+
+def test_kb_fusion_ranks_by_weighted_min_max_and_shows_the_chunk_of_the_stronger_retriever():
+    from agent_knowledge.index.hybrid import fuse
+
+    lexical = [_lexical("a", 0.6, chunk=1), _lexical("b", 0.3), _lexical("c", 0.1)]
+    dense = [_dense("c", 0.8, chunk=4), _dense("a", 0.5, chunk=2), _dense("d", 0.2)]
+    fused = fuse(lexical, dense, top_k=10, min_score=0.0, dense_floor=0.0)
+    # a: 0.4 * 1 + 0.6 * 0.5; c: 0.4 * 0 + 0.6 * 1; b: 0.4 * 0.4; d: 0.
+    assert [(f.doc_id, round(f.score, 6)) for f in fused] == [("a", 0.7), ("c", 0.6), ("b", 0.16), ("d", 0.0)]
+    a, c, b, d = fused
+    assert a.lexical is not None and a.lexical.chunk_index == 1 and a.dense is None  # 0.4 > 0.3
+    assert c.dense is not None and c.dense.chunk_index == 4 and c.lexical is None and c.shows_dense_chunk
+    assert b.lexical is not None and d.dense is not None
+
+
+def test_kb_fusion_applies_min_score_on_each_retrievers_own_scale_then_keeps_top_k():
+    from agent_knowledge.index.hybrid import fuse
+
+    lexical = [_lexical("a", 0.6), _lexical("b", 0.05)]
+    dense = [_dense("c", 0.7), _dense("b", 0.5), _dense("d", 0.1)]
+    fused = fuse(lexical, dense, top_k=2, min_score=0.2)
+    assert [f.doc_id for f in fused] == ["c", "a"]  # b's lexical 0.05 and d's cosine 0.1 are below 0.2
+    assert fuse([], [], top_k=3, min_score=0.0) == []
+    (only,) = fuse([], [_dense("x", 0.3)], top_k=3, min_score=0.0)
+    assert only.doc_id == "x" and only.score == pytest.approx(0.6) and only.dense is not None
+    assert fuse([], [_dense("x", 0.1)], top_k=3, min_score=0.0) == []  # below the dense floor

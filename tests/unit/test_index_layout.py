@@ -31,6 +31,7 @@ def manifest(**changes) -> dict:
         "generation": 3,
         "documents": 1,
         "chunks": 2,
+        "index_bytes": 14,
         "files": {
             f"{SEGMENT}.idx": {"sha256": "a" * 64, "size": 10},
             f"{SEGMENT}.7.del": {"sha256": "b" * 64, "size": 4},
@@ -77,6 +78,8 @@ def test_another_version_is_incompatible(changes):
         encode(manifest(files={f"{SEGMENT}.idx": {"sha256": "not hex", "size": 1}})),
         encode(manifest(files={f"{SEGMENT}.idx": {"sha256": "a" * 64, "size": -1}})),
         encode(manifest(generation=0)),
+        encode(manifest(index_bytes=13)),  # not the sum of its files' sizes
+        encode(manifest(files={f"{SEGMENT}.idx": {"sha256": "a" * 64, "size": 14, "role": "../x"}}, meta={})),
         encode(manifest(extra="field")),
         # The segment's current delete file missing, or a file no segment uses.
         encode(manifest(files={f"{SEGMENT}.idx": {"sha256": "a" * 64, "size": 10}})),

@@ -149,7 +149,8 @@ def test_the_secret_key_may_be_decrypted_only_through_secrets_manager_and_only_w
     assert document["Parameters"]["ServerTokenKmsKeyArn"]["Default"] == ""
     for function in QUERY_FUNCTIONS:
         secret_readers = [s for s in _allow_statements(function) if "secretsmanager:GetSecretValue" in s["Action"]]
-        conditional = [p["Fn::If"] for p in document["Resources"][function]["Properties"]["Policies"] if "Fn::If" in p]
+        policies = document["Resources"][function]["Properties"]["Policies"]
+        conditional = [p["Fn::If"] for p in policies if "Fn::If" in p and p["Fn::If"][0] == "HasServerTokenKmsKey"]
         if not secret_readers:
             assert conditional == [], function
             continue
@@ -160,6 +161,43 @@ def test_the_secret_key_may_be_decrypted_only_through_secrets_manager_and_only_w
         assert kms["Condition"] == {
             "StringEquals": {"kms:ViaService": {"Fn::Sub": "secretsmanager.${AWS::Region}.amazonaws.com"}}
         }
+
+
+def test_bedrock_may_be_invoked_only_on_the_configured_model_and_only_by_the_functions_that_embed():
+    document = load_template()
+    parameters = document["Parameters"]
+    assert parameters["EmbeddingProvider"]["AllowedValues"] == ["bedrock", "none"]
+    assert parameters["EmbeddingModelId"]["Default"] == "amazon.titan-embed-text-v2:0"
+    assert parameters["EmbeddingDimensions"]["AllowedValues"] == [256, 512, 1024]
+    variables = document["Globals"]["Function"]["Environment"]["Variables"]
+    assert variables["EMBEDDING_PROVIDER"] == {"Ref": "EmbeddingProvider"}
+    assert variables["EMBEDDING_MODEL_ID"] == {"Ref": "EmbeddingModelId"}
+    assert variables["EMBEDDING_DIMENSIONS"] == {"Ref": "EmbeddingDimensions"}
+    model_arn = {"Fn::Sub": "arn:${AWS::Partition}:bedrock:${AWS::Region}::foundation-model/${EmbeddingModelId}"}
+    embedding = {"SearchFunction", "McpFunction", "TurnsFunction", "IndexerFunction"}
+    functions = [n for n, r in document["Resources"].items() if r["Type"] == "AWS::Serverless::Function"]
+    for function in functions:
+        policies = document["Resources"][function]["Properties"].get("Policies", [])
+        invoking = [
+            policy
+            for policy in policies
+            if any("bedrock" in str(action) for statement in _statements_of(policy) for action in statement["Action"])
+        ]
+        if function not in embedding:
+            assert invoking == [], function
+            continue
+        (policy,) = invoking
+        condition, granted, otherwise = policy["Fn::If"]
+        assert condition == "UsesBedrockEmbeddings" and otherwise == {"Ref": "AWS::NoValue"}, function
+        (statement,) = granted["Statement"]
+        assert statement["Action"] == ["bedrock:InvokeModel"] and statement["Resource"] == model_arn, function
+    assert document["Conditions"]["UsesBedrockEmbeddings"] == {"Fn::Equals": [{"Ref": "EmbeddingProvider"}, "bedrock"]}
+
+
+def _statements_of(policy: dict) -> list[dict]:
+    if "Fn::If" in policy:
+        return [s for branch in policy["Fn::If"][1:] if isinstance(branch, dict) for s in branch.get("Statement", [])]
+    return list(policy.get("Statement", []))
 
 
 def test_every_function_has_a_log_group_with_retention():

@@ -117,6 +117,9 @@ def _statements(translated, function: str) -> dict[str, tuple[set[str], list]]:
     }
     found = {}
     for policy in role["Policies"]:
+        if "Fn::If" in policy:  # a conditional grant (e.g. Bedrock): its granted branch
+            condition, policy, otherwise = policy["Fn::If"]
+            assert otherwise == {"Ref": "AWS::NoValue"}, condition
         for statement in policy["PolicyDocument"]["Statement"]:
             assert statement["Effect"] == "Allow"
             actions = statement["Action"] if isinstance(statement["Action"], list) else [statement["Action"]]
@@ -162,6 +165,13 @@ PIPELINE_ACCESS = {
         # unconditioned, it also makes S3 answer 404 for a missing body or manifest.
         "ListIndexFilesAndTellMissingObjectsFromDenied": ({"s3:ListBucket"}, [{"Fn::GetAtt": ["BodiesBucket", "Arn"]}]),
         "ConsumeIndexingRequests": (CONSUME_QUEUE, [{"Fn::GetAtt": ["IndexQueue", "Arn"]}]),
+        # A KB whose documents still lack vectors after a pass is handed to the next run.
+        "ContinueEmbeddingBacklog": ({"sqs:SendMessage"}, [{"Fn::GetAtt": ["IndexQueue", "Arn"]}]),
+        # Only with EmbeddingProvider=bedrock (UsesBedrockEmbeddings), and only the configured model.
+        "EmbedChunksWithTheConfiguredModel": (
+            {"bedrock:InvokeModel"},
+            [{"Fn::Sub": "arn:${AWS::Partition}:bedrock:${AWS::Region}::foundation-model/${EmbeddingModelId}"}],
+        ),
     },
     # Reads the bucket listing and the records, writes only `last_sync` and queue messages: every
     # record change is the ingest's, through the same path as an S3 event.

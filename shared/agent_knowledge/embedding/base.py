@@ -35,6 +35,12 @@ class Embedder(Protocol):
         ...
 
 
+def vector_space(embedder: Embedder) -> str:
+    """What an index generation records as its `embedding_model_id`: the model and the number of
+    dimensions (Titan v2 gives 256, 512 or 1024 under one model id; they are not comparable)."""
+    return f"{embedder.model_id}/{embedder.dimensions}"
+
+
 def normalised(vectors: Vectors) -> Vectors:
     """Rows scaled to unit length (a zero row stays zero), as float32."""
     matrix = np.asarray(vectors, dtype=np.float32)

@@ -41,6 +41,8 @@ MAX_INPUT_CHARACTERS = 50_000
 class BedrockEmbedder:
     """`client` returns the bedrock-runtime client (created lazily and once, like every AWS client)."""
 
+    remote = True  # a network call: a search starts the query's embedding before loading indexes
+
     def __init__(
         self,
         client: Callable[[], Any],

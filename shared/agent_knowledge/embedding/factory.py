@@ -2,12 +2,23 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from typing import Any
 
 from agent_knowledge.embedding.base import Embedder
-from agent_knowledge.embedding.provider_choice import EmbeddingSettings
+from agent_knowledge.embedding.provider_choice import EmbeddingSettings, embedding_settings
 from agent_knowledge.errors import ConfigurationError
+from agent_knowledge.runtime.per_container import per_container
+
+
+@functools.cache
+def _local_embedder() -> Embedder:
+    """One local model per process: its weights take ~2 s of CPU to load, and a new container's
+    state (`per_container` resets in tests) does not need new weights."""
+    from agent_knowledge.embedding.local import LocalEmbedder
+
+    return LocalEmbedder()
 
 
 def make_embedder(settings: EmbeddingSettings, bedrock_client: Callable[[], Any] | None = None) -> Embedder | None:
@@ -16,9 +27,7 @@ def make_embedder(settings: EmbeddingSettings, bedrock_client: Callable[[], Any]
     if settings.provider == "none":
         return None
     if settings.provider == "local":
-        from agent_knowledge.embedding.local import LocalEmbedder
-
-        embedder = LocalEmbedder()
+        embedder = _local_embedder()
         if settings.model_id and settings.model_id != embedder.model_id:
             raise ConfigurationError(
                 f"EMBEDDING_MODEL_ID={settings.model_id} is not the local model ({embedder.model_id})"
@@ -33,3 +42,27 @@ def make_embedder(settings: EmbeddingSettings, bedrock_client: Callable[[], Any]
             return aws.client("bedrock-runtime")
 
     return BedrockEmbedder(bedrock_client, settings.resolved_model_id, settings.resolved_dimensions)
+
+
+@per_container
+def configured_embedder() -> Embedder | None:
+    """This container's embedder, from EMBEDDING_PROVIDER / EMBEDDING_MODEL_ID / EMBEDDING_DIMENSIONS."""
+    return make_embedder(embedding_settings())
+
+
+def configured_vector_space() -> str:
+    """The vector space (`base.vector_space`) new vectors are embedded in; "" when the stack is
+    lexical only. From the settings alone: an index writer never loads a model to learn its name."""
+    settings = embedding_settings()
+    if settings.provider == "none":
+        return ""
+    if settings.provider == "local":
+        from agent_knowledge.embedding.local import local_model_id
+
+        return f"{local_model_id()}/{settings.resolved_dimensions}"
+    return f"{settings.resolved_model_id}/{settings.resolved_dimensions}"
+
+
+def is_remote(embedder: Embedder | None) -> bool:
+    """A provider reached over the network: the query's embedding overlaps the index loads."""
+    return bool(getattr(embedder, "remote", False))

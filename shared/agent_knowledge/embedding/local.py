@@ -42,6 +42,8 @@ class LocalEmbedder:
     The model embeds documents and queries alike. Calls are serialised: one instance is shared.
     """
 
+    remote = False
+
     def __init__(self, threads: int = 1) -> None:
         self._threads = threads
         self._model: Any = None

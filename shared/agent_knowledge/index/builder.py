@@ -4,12 +4,9 @@ tantivy never rewrites a file: a commit adds new segment files and new delete fi
 the deleted documents of an existing segment) and rewrites only meta.json. That is what makes an
 incremental update cheap to upload (`agent_knowledge.index.layout`).
 
-Merge policy: tantivy's `LogMergePolicy` with its defaults (tantivy-py exposes no other). Segments
-are grouped in levels by size (below 10,000 chunks all in one level; above, a level per factor
-1.68); a level with 8 segments is merged into one when a commit ends. So a KB of N chunks has at
-most 7 segments per level and about log1.68(N / 10,000) + 1 levels, whatever the number of
-updates, and most merges touch only small segments. Deleted chunks are dropped when their segment
-is merged; a full rebuild (`agent-knowledge kb reindex`) compacts everything. docs/DESIGN.md §10.
+Which segments merge, and when, is `agent_knowledge.index.merge_policy`'s: an incremental update
+never opens a writer on the whole index (`agent_knowledge.index.segment_passes`). A fresh index
+(`write_index`) is merged by tantivy's own policy while it is built. docs/DESIGN.md §10.
 """
 
 from __future__ import annotations
@@ -33,8 +30,8 @@ def _document(chunk: IndexedChunk) -> tantivy.Document:
             fields.TEXT: " ".join(word_tokens(chunk.text)),
             fields.UNIGRAMS: " ".join(cjk_unigrams(chunk.text)),
             fields.DOC_ID: chunk.doc_id,
-            fields.REVISION: chunk.revision,
-            fields.DIGEST: chunk.digest,
+            fields.REVISION: chunk.revision.encode("ascii"),
+            fields.DIGEST: bytes.fromhex(chunk.digest),
             fields.CHUNK: chunk.text.encode("utf-8"),
         }
     )
@@ -42,6 +39,25 @@ def _document(chunk: IndexedChunk) -> tantivy.Document:
     document.add_unsigned(fields.DOC_KEY, fields.doc_key(chunk.doc_id))
     document.add_unsigned(fields.CHUNK_INDEX, chunk.chunk_index)
     return document
+
+
+def stored_revision(stored: tantivy.Document) -> str:
+    return bytes(stored.get_first(fields.REVISION) or b"").decode("ascii")
+
+
+def stored_digest(stored: tantivy.Document) -> str:
+    return bytes(stored.get_first(fields.DIGEST) or b"").hex()
+
+
+def stored_chunk(stored: tantivy.Document) -> IndexedChunk:
+    """A chunk as its tantivy document stores it."""
+    return IndexedChunk(
+        doc_id=str(stored.get_first(fields.DOC_ID)),
+        revision=stored_revision(stored),
+        chunk_index=int(stored.get_first(fields.CHUNK_INDEX) or 0),
+        digest=stored_digest(stored),
+        text=bytes(stored.get_first(fields.CHUNK) or b"").decode("utf-8"),
+    )
 
 
 def add_chunks(writer: tantivy.IndexWriter, chunks: Iterable[IndexedChunk]) -> int:

@@ -11,7 +11,10 @@ the chunk matches. Ranking inside a KB is unchanged; only this KB's statistics a
 from __future__ import annotations
 
 import functools
+import json
 import math
+import os
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -25,7 +28,7 @@ from agent_knowledge.index.analyzer import (
     latin_candidates,
     stem_prefixes,
 )
-from agent_knowledge.index.builder import IndexedChunk
+from agent_knowledge.index.builder import IndexedChunk, stored_chunk, stored_digest, stored_revision
 
 
 @dataclass(frozen=True)
@@ -89,8 +92,10 @@ _SHOULD = tantivy.Occur.Should
 
 
 class KbIndex:
-    def __init__(self, index: tantivy.Index, generation: int) -> None:
+    def __init__(self, index: tantivy.Index, generation: int, segment_ids: Sequence[str] = ()) -> None:
         self.generation = generation
+        # The segments in tantivy's order (a hit's `segment_ord`), as meta.json lists them.
+        self._segment_ids = tuple(segment_ids)
         self._index = index
         self._searcher = index.searcher()
         self._schema = fields.schema()
@@ -103,7 +108,9 @@ class KbIndex:
         index = tantivy.Index.open(directory)
         # An opened generation never changes: no reloading, and no thread watching meta.json.
         index.config_reader(reload_policy="manual")
-        return cls(index, generation)
+        with open(os.path.join(directory, "meta.json"), encoding="utf-8") as source:
+            segments = json.load(source).get("segments", [])
+        return cls(index, generation, [str(segment["segment_id"]).replace("-", "") for segment in segments])
 
     @property
     def chunk_count(self) -> int:
@@ -153,32 +160,33 @@ class KbIndex:
         stored = self._searcher.doc(address)
         return IndexHit(
             doc_id=str(stored.get_first(fields.DOC_ID)),
-            revision=str(stored.get_first(fields.REVISION)),
+            revision=stored_revision(stored),
             chunk_index=int(stored.get_first(fields.CHUNK_INDEX) or 0),
-            digest=str(stored.get_first(fields.DIGEST)),
+            digest=stored_digest(stored),
             score=score,
             stored=stored,
         )
 
-    def stored_chunks(self, doc_id: str) -> list[IndexedChunk]:
-        """Every chunk of the document stored in this index, in chunk order (a rebuild reuses them
-        instead of reading the document's body again)."""
+    def _addresses(self, doc_id: str) -> list[tantivy.DocAddress]:
         query = tantivy.Query.term_query(self._schema, fields.DOC_ID, doc_id)
         limit = 256
         hits = self._searcher.search(query, limit, count=False).hits
         while len(hits) == limit:
             limit *= 4
             hits = self._searcher.search(query, limit, count=False).hits
-        chunks: list[IndexedChunk] = []
-        for _, address in hits:
-            stored = self._searcher.doc(address)
-            chunks.append(
-                IndexedChunk(
-                    doc_id=str(stored.get_first(fields.DOC_ID)),
-                    revision=str(stored.get_first(fields.REVISION)),
-                    chunk_index=int(stored.get_first(fields.CHUNK_INDEX) or 0),
-                    digest=str(stored.get_first(fields.DIGEST)),
-                    text=bytes(stored.get_first(fields.CHUNK) or b"").decode("utf-8"),
-                )
-            )
+        return [address for _, address in hits]
+
+    def locate(self, doc_id: str) -> dict[str, int]:
+        """The segments holding chunks of the document (segment id → how many): an update shows
+        tantivy's writer only those (`agent_knowledge.index.segment_passes`)."""
+        located: dict[str, int] = {}
+        for address in self._addresses(doc_id):
+            segment_id = self._segment_ids[address.segment_ord]
+            located[segment_id] = located.get(segment_id, 0) + 1
+        return located
+
+    def stored_chunks(self, doc_id: str) -> list[IndexedChunk]:
+        """Every chunk of the document stored in this index, in chunk order (a rebuild reuses them
+        instead of reading the document's body again)."""
+        chunks = [stored_chunk(self._searcher.doc(address)) for address in self._addresses(doc_id)]
         return sorted(chunks, key=lambda chunk: chunk.chunk_index)

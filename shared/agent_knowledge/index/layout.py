@@ -29,7 +29,8 @@ from agent_knowledge.errors import IndexUnavailable
 from agent_knowledge.index.schema import SCHEMA_VERSION
 
 # Version of this manifest format (the keys below), independent of tantivy's and the schema's.
-FORMAT_VERSION = 1
+# 2: `index_bytes`, each file's `role`, kind `compaction`.
+FORMAT_VERSION = 2
 # How many generations the KB record keeps (the newest and the ones a reader or writer may fall
 # back to); files referenced by none of them are deleted.
 KEEP_GENERATIONS = 3
@@ -58,10 +59,15 @@ def tantivy_version() -> str:
 
 
 class IndexFile(BaseModel):
+    """One file of a generation: its content address, its size, and what it is for — `tantivy`
+    for a segment component or delete bitset; other per-segment files (named after their
+    segment like tantivy's) get their own role."""
+
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     sha256: Annotated[str, StringConstraints(pattern=r"^[0-9a-f]{64}$")]
     size: Annotated[int, Field(ge=0)]
+    role: Annotated[str, StringConstraints(pattern=r"^[a-z][a-z0-9_]{0,31}$")] = "tantivy"
 
 
 class IndexManifest(BaseModel):
@@ -74,14 +80,16 @@ class IndexManifest(BaseModel):
     generation: Annotated[int, Field(ge=1)]
     documents: Annotated[int, Field(ge=0)]
     chunks: Annotated[int, Field(ge=0)]
+    # The bytes of every file: what a container must hold in its ephemeral storage to serve it.
+    index_bytes: Annotated[int, Field(ge=0)]
     files: dict[FileName, IndexFile]
     # tantivy's meta.json, written as is into the directory the generation is opened from.
     meta: dict[str, Any]
-    kind: Literal["rebuild", "update"] = "update"
+    kind: Literal["rebuild", "update", "compaction"] = "update"
 
     @property
     def total_bytes(self) -> int:
-        return sum(entry.size for entry in self.files.values())
+        return self.index_bytes
 
     def file_key(self, name: str) -> str:
         return file_key(self.kb_id, name, self.files[name])
@@ -123,6 +131,8 @@ def parse_manifest(data: bytes, kb_id: str) -> IndexManifest:
         raise IndexCorrupt("index manifest does not validate") from exc
     if manifest.kb_id != kb_id:
         raise IndexCorrupt("index manifest belongs to another knowledge base")
+    if manifest.index_bytes != sum(entry.size for entry in manifest.files.values()):
+        raise IndexCorrupt("index manifest's size is not the sum of its files")
     if set(segment_files(manifest.meta, manifest.files)) != set(manifest.files):
         raise IndexCorrupt("index manifest files do not match its segments")
     return manifest

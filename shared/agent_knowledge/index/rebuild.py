@@ -26,7 +26,7 @@ from agent_knowledge.index.chunk_loader import (
 )
 from agent_knowledge.index.kb_index import KbIndex
 from agent_knowledge.index.layout import IndexUnavailable
-from agent_knowledge.index.local_files import LocalFiles, local_files
+from agent_knowledge.index.local_files import LocalFiles, LocalStorageFailed, local_files
 from agent_knowledge.index.reader_cache import open_generation
 from agent_knowledge.records import DocumentRecord, KnowledgeBaseRecord
 from agent_knowledge.repositories.bundle import Repositories
@@ -37,15 +37,20 @@ def _ready_records(repositories: Repositories, kb_id: str) -> dict[str, Document
     return {record.doc_id: record for record in repositories.documents.list(kb_id) if record.status == "ready"}
 
 
-def _previous(repositories: Repositories, kb: KnowledgeBaseRecord, files: LocalFiles) -> tuple[KbIndex, str] | None:
-    """The newest kept generation that loads (its chunks spare reading bodies), if any."""
+def _previous(
+    repositories: Repositories, kb: KnowledgeBaseRecord, files: LocalFiles
+) -> tuple[KbIndex, str, str] | None:
+    """The newest kept generation that loads (its chunks spare reading bodies), if any: the index,
+    its directory, its manifest's key."""
     for key in kb.index_manifests:
         try:
             manifest = index_writer.manifests.get(repositories.bodies, kb.kb_id, key)
             index, directory, _ = open_generation(
                 files, repositories.bodies, manifest, index_writer.writer_owner(kb.kb_id)
             )
-            return index, directory
+            return index, directory, key
+        except LocalStorageFailed:
+            raise  # the new index would not fit either
         except (IndexUnavailable, KnowledgeUnavailable) as exc:
             logger.info("previous index not reused", extra={"kb_id": kb.kb_id, "error": type(exc).__name__})
     return None
@@ -59,6 +64,13 @@ def rebuild_kb_index(
     if kb is None:
         raise KnowledgeBaseMissing(f"knowledge base {kb_id!r} does not exist", kb_id=kb_id)
     previous = _previous(repositories, kb, files)
+    if previous is not None:
+        try:
+            # The new index takes about as much room as the one it replaces, beside it until published.
+            files.ensure_free(index_writer.manifests.get(repositories.bodies, kb_id, previous[2]).index_bytes)
+        except BaseException:
+            files.discard(previous[1])
+            raise
     directory = files.new_directory(f"{kb_id}.rebuild")
     try:
         sources: list[ChunkSource | None] = [known, PreviousIndex(previous[0]) if previous else None]

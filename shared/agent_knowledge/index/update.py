@@ -4,24 +4,31 @@
 reads their current records, so a batch is idempotent and the order of changes inside it does
 not matter. Starting from the KB's current generation g (a local copy: files this container
 already holds are reused, the others downloaded), every chunk of a changed document is deleted by
-term and the chunks of the ones now ready are added; one commit; only the new files (a small
-segment, delete bitsets of the segments that lost chunks, whatever the merge policy merged) are
-uploaded and g + 1 is published conditionally. If another writer published first, the batch is
+term and the chunks of the ones now ready are added; only the new files (a small segment, delete
+bitsets of the segments that lost chunks, whatever the policy merged) are uploaded and g + 1 is
+published conditionally. If another writer published first, the batch is
 applied again on top of its generation, with the records read again, so no change is lost. A KB
 without a readable current generation (never built, another schema or tantivy version, a corrupt
-manifest or file) is rebuilt in full instead (`index_rebuild`).
+manifest or file) is rebuilt in full instead (`index_rebuild`). A container whose ephemeral
+storage cannot hold the index fails the batch with `IndexDoesNotFit` before downloading anything.
+
+Only the segments holding the changed documents are shown to tantivy's writer, together with the
+new segment, in one commit; then the merges the policy asks for that fit an update's budget
+(`agent_knowledge.index.merge_policy`). When a larger merge is due, it runs right after the update
+is published, as its own generation (`agent_knowledge.index.compaction`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Collection
 
-from agent_knowledge.errors import KnowledgeBaseMissing, KnowledgeUnavailable
+from agent_knowledge.errors import KnowledgeBaseMissing, KnowledgeError, KnowledgeUnavailable
 from agent_knowledge.index import writer as index_writer
 from agent_knowledge.index.chunk_loader import RecentChunks, chunk_loader, verified
+from agent_knowledge.index.compaction import compact_kb_index
 from agent_knowledge.index.kb_index import KbIndex
 from agent_knowledge.index.layout import IndexManifest, IndexUnavailable
-from agent_knowledge.index.local_files import LocalFiles, local_files
+from agent_knowledge.index.local_files import LocalFiles, LocalStorageFailed, local_files
 from agent_knowledge.index.rebuild import rebuild_kb_index
 from agent_knowledge.records import DocumentRecord, KnowledgeBaseRecord
 from agent_knowledge.repositories.bundle import Repositories
@@ -52,8 +59,19 @@ def update_kb_index(
         if outcome is _REBUILD:
             return rebuild_kb_index(repositories, kb_id, known=known, files=files)
         if isinstance(outcome, int):
-            return outcome
+            return _compact_if_due(repositories, kb_id, outcome, files)
     raise KnowledgeUnavailable("the knowledge base index is being updated too often; try again")
+
+
+def _compact_if_due(repositories: Repositories, kb_id: str, generation: int, files: LocalFiles) -> int:
+    """After the update is published (searchable), the merges it left for compaction, as their own
+    generation. A failure is logged only: the update stands, and the next one tries again."""
+    try:
+        compacted = compact_kb_index(repositories, kb_id, files=files)
+    except (KnowledgeError, IndexUnavailable, OSError, ValueError) as exc:
+        logger.warning("index compaction failed", extra={"kb_id": kb_id, "error": type(exc).__name__})
+        return generation
+    return generation if compacted is None else compacted
 
 
 def _base(repositories: Repositories, kb: KnowledgeBaseRecord) -> IndexManifest | None:
@@ -78,6 +96,8 @@ def _apply(
     published first, or _REBUILD."""
     try:
         directory, _ = files.materialize(repositories.bodies, base, index_writer.writer_owner(kb.kb_id))
+    except LocalStorageFailed:
+        raise  # this container cannot hold the index: a rebuild would not fit either
     except IndexUnavailable as exc:
         logger.warning("index rebuilt: current generation unreadable", extra={"kb_id": kb.kb_id, "error": str(exc)})
         return _REBUILD
@@ -110,8 +130,13 @@ def _apply(
                 ready.append(record)
         if not changed:
             return base.generation
+        located: dict[str, int] = {}
+        for doc_id in changed:
+            for segment_id, count in current.locate(doc_id).items():
+                located[segment_id] = located.get(segment_id, 0) + count
         del current  # the writer below must be the only one holding the segments
-        added = index_writer.apply_changes(directory, changed, ready, chunk_loader(repositories.bodies, [known]))
+        load = chunk_loader(repositories.bodies, [known])
+        added = index_writer.apply_changes(directory, changed, ready, load, located=located)
         documents = base.documents - len(present & set(changed)) + len(added)
         manifest = index_writer.describe(directory, kb.kb_id, kb.generation + 1, documents, base, kind="update")
         published: index_writer.Published | None = index_writer.publish(

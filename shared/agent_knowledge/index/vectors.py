@@ -6,10 +6,10 @@ that was embedded, the chunk number and the chunk's digest (`index/chunks.chunk_
 written once and never changed; its name is derived from its SHA-256 (`file_name`), so it can be
 listed in a generation's manifest and synced by the reader cache like a tantivy file.
 
-Storage per row (d = dimensions, 384 for the local model): d bytes of int8 codes with one float32
+Storage per row (d = dimensions, 512 for the local model): d bytes of int8 codes with one float32
 scale (symmetric per-row quantisation: cosine error ~1e-3), d/8 bytes of sign bits of the vector
 minus the file's mean vector, the document number and chunk number (uint32 each) and the 8-byte
-digest: 452 bytes at d = 384, so 1M chunks take 452 MB.
+digest: 596 bytes at d = 512, so 1M chunks take 596 MB (1,180 bytes at Titan v2's 1024).
 
 Search: up to `EXACT_ROWS` rows the int8 codes are scored exactly (one float32 matrix-vector product
 per block). Above, the sign bits preselect `candidates` rows by Hamming distance to the query's
@@ -28,6 +28,8 @@ from __future__ import annotations
 
 import hashlib
 import json
+import mmap
+import os
 import struct
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -43,7 +45,7 @@ FORMAT_VERSION = 1
 EXTENSION = "vectors"
 # Below this many rows every row is scored with its int8 codes (exact up to quantisation).
 EXACT_ROWS = 50_000
-# Rows scored per block of the exact scan (bounds the float32 temporary: 8k x 384 x 4 = 12 MB).
+# Rows scored per block of the exact scan (bounds the float32 temporary: 8k x 512 x 4 = 16 MB).
 BLOCK_ROWS = 8192
 DIGEST_BYTES = 8
 _ALIGN = 64
@@ -151,6 +153,16 @@ def _padded(size: int) -> int:
     return size + (-size) % _ALIGN
 
 
+def open_vector_file(path: str) -> VectorFile:
+    """The vector file at `path`, memory-mapped: pages are read as searches touch them, and the
+    mapping stays valid after the file is unlinked (the reader cache lets go of old generations)."""
+    with open(path, "rb") as source:
+        if os.fstat(source.fileno()).st_size == 0:
+            raise VectorFileCorrupt("vector file is empty")
+        mapped = mmap.mmap(source.fileno(), 0, access=mmap.ACCESS_READ)
+    return VectorFile(mapped)
+
+
 class VectorFile:
     """A vector file opened for search over `data` (bytes, or a memory map of the file: arrays are
     views into it, so opening costs the header parse only)."""
@@ -203,6 +215,11 @@ class VectorFile:
         if offset + count * kind.itemsize > len(buffer):
             raise VectorFileCorrupt("vector file is truncated")
         return np.frombuffer(buffer, dtype=kind, count=count, offset=offset).reshape(shape)
+
+    @property
+    def documents(self) -> frozenset[tuple[str, str]]:
+        """The (doc_id, revision) pairs with rows in this file (a document's rows are all in one file)."""
+        return frozenset(self._documents)
 
     def row(self, number: int) -> VectorRow:
         doc_id, revision = self._documents[int(self._doc_numbers[number])]

@@ -19,13 +19,14 @@ import json
 import os
 import threading
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 from agent_knowledge.errors import KnowledgeError
+from agent_knowledge.index import merge_policy
 from agent_knowledge.index import schema as fields
-from agent_knowledge.index.builder import IndexedChunk, add_chunks, finish, open_writer
+from agent_knowledge.index.builder import IndexedChunk
 from agent_knowledge.index.chunk_loader import left_out, load_all
 from agent_knowledge.index.layout import (
     FILE_CONTENT_TYPE,
@@ -44,6 +45,7 @@ from agent_knowledge.index.layout import (
 )
 from agent_knowledge.index.local_files import LocalFiles
 from agent_knowledge.index.reader_cache import read_manifest
+from agent_knowledge.index.segment_passes import Located, SegmentEditor, edit
 from agent_knowledge.records import DocumentRecord, KnowledgeBaseRecord
 from agent_knowledge.repositories.bodies import BodyMissing, BodyStore
 from agent_knowledge.repositories.bundle import Repositories
@@ -91,26 +93,41 @@ manifests = ManifestCache()
 
 
 def apply_changes(
-    directory: str, delete_ids: Iterable[str], records: list[DocumentRecord], load: Loader
+    directory: str,
+    delete_ids: Iterable[str],
+    records: list[DocumentRecord],
+    load: Loader,
+    located: Located | None = None,
 ) -> dict[str, str]:
-    """Delete every chunk of `delete_ids`, add the chunks of `records` (ready ones), commit; returns
-    doc_id → revision of the documents added (a record whose chunks cannot be had is left out)."""
-    _, writer = open_writer(directory)
-    for doc_id in delete_ids:
-        writer.delete_documents_by_term(fields.DOC_ID, doc_id)
+    """Delete every chunk of `delete_ids` (`located`: the segments the caller found them in, and
+    how many), add the chunks of `records` (ready ones) as a new segment, run the merges the policy
+    asks for within an update's budget (`merge_policy.UPDATE_MERGE_MAX_BYTES`); returns doc_id →
+    revision of the documents added (a record whose chunks cannot be had is left out)."""
     added: dict[str, str] = {}
-    for record, chunks in load_all(records, load):
-        if chunks is None:
-            left_out(record)
-        elif chunks:
-            add_chunks(writer, chunks)
-            added[record.doc_id] = record.revision
-    finish(writer)
+
+    def chunks() -> Iterator[IndexedChunk]:
+        for record, loaded in load_all(records, load):
+            if loaded is None:
+                left_out(record)
+            elif loaded:
+                added[record.doc_id] = record.revision
+                yield from loaded
+
+    def change(editor: SegmentEditor) -> None:
+        editor.replace(delete_ids, chunks(), located)
+        editor.merge(merge_policy.UPDATE_MERGE_MAX_BYTES)
+
+    edit(directory, change)
     return added
 
 
 def describe(
-    directory: str, kb_id: str, generation: int, documents: int, base: IndexManifest | None, kind: str
+    directory: str,
+    kb_id: str,
+    generation: int,
+    documents: int,
+    base: IndexManifest | None,
+    kind: Literal["rebuild", "update", "compaction"],
 ) -> IndexManifest:
     """The manifest of the index in `directory` as generation `generation`. Files the base already
     has are immutable, so only new ones are hashed."""
@@ -136,9 +153,10 @@ def describe(
         generation=generation,
         documents=documents,
         chunks=chunks,
+        index_bytes=sum(entry.size for entry in files.values()),
         files=files,
         meta=meta,
-        kind="rebuild" if kind == "rebuild" else "update",
+        kind=kind,
     )
 
 

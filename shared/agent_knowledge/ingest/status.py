@@ -31,7 +31,8 @@ from urllib.parse import unquote_plus
 
 from pydantic import BaseModel, ConfigDict
 
-from agent_knowledge.errors import KnowledgeBaseMissing
+from agent_knowledge.errors import BodyMissing, KnowledgeBaseMissing, KnowledgeError
+from agent_knowledge.index.sizing import deployed_sizing, manifest_index_bytes
 from agent_knowledge.records import DocumentRecord, KnowledgeBaseRecord
 from agent_knowledge.repositories.bundle import Repositories
 from agent_knowledge.repositories.sources import ListedObject, SourceObjects
@@ -78,6 +79,10 @@ class KbStatus(BaseModel):
     # indexing requests), as far as `DeadLetters` could read them; None: not counted.
     dead_lettered: int | None
     index_generation: int
+    # Bytes of the KB's current index generation (None: never built, or its manifest unreadable),
+    # and the largest index the deployed functions' ephemeral storage holds (`index/sizing`).
+    index_bytes: int | None
+    largest_index_bytes: int
     oldest_pending_age_seconds: float | None
     last_sync: str | None  # ISO-8601 UTC of the last reconcile (`kb sync` or the schedule)
 
@@ -259,6 +264,15 @@ def _knowledge_base(repositories: Repositories, kb_id: str) -> KnowledgeBaseReco
     return kb
 
 
+def _index_bytes(repositories: Repositories, kb: KnowledgeBaseRecord) -> int | None:
+    if kb.generation <= 0 or not kb.index_manifests:
+        return None
+    try:
+        return manifest_index_bytes(repositories.bodies.read(kb.index_manifests[0]))
+    except (KnowledgeError, BodyMissing):
+        return None
+
+
 def _listed(sources: SourceObjects | None, kb_id: str) -> list[ListedObject] | None:
     return None if sources is None else list(sources.list_objects(f"{kb_id}/"))
 
@@ -350,6 +364,8 @@ def kb_status(
         deletes_pending=len(found.deletes_pending),
         dead_lettered=dead_letters.count if dead_letters is not None else None,
         index_generation=kb.generation,
+        index_bytes=_index_bytes(repositories, kb),
+        largest_index_bytes=deployed_sizing().largest_index_bytes,
         oldest_pending_age_seconds=round(max(0.0, now - min(waiting)), 3) if waiting else None,
         last_sync=iso_utc(kb.last_sync) if kb.last_sync is not None else None,
     )

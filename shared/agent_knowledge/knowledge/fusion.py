@@ -35,7 +35,8 @@ def _distinct(candidates: Sequence[tuple[Key, float]], name: str) -> None:
         raise ValueError(f"the {name} candidates name a key more than once")
 
 
-def _rescaled(candidates: Sequence[tuple[Key, float]]) -> dict[Key, float]:
+def rescaled(candidates: Sequence[tuple[Key, float]]) -> dict[Key, float]:
+    """Each key's score min-max rescaled to [0, 1] within the list (all equal: 1 each)."""
     if not candidates:
         return {}
     scores = [score for _, score in candidates]
@@ -60,7 +61,7 @@ def weighted_min_max(
         raise ValueError(f"dense_weight must lie in [0, 1], not {dense_weight}")
     _distinct(lexical, "lexical")
     _distinct(dense, "dense")
-    lexical_scores, dense_scores = _rescaled(lexical), _rescaled(dense)
+    lexical_scores, dense_scores = rescaled(lexical), rescaled(dense)
     fused: dict[Key, float] = {}
     for key in [*lexical_scores, *dense_scores]:
         if key not in fused:

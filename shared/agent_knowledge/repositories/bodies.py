@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, BinaryIO, Protocol
 
-from botocore.exceptions import ClientError
+from botocore.exceptions import ClientError, FlexibleChecksumError
 
 from agent_knowledge.errors import BodyMissing, BodyReplaced
 from agent_knowledge.repositories.aws_errors import is_missing_object, is_replaced_object, storage_errors
@@ -21,6 +21,9 @@ from agent_knowledge.repositories.aws_errors import is_missing_object, is_replac
 SHA256_METADATA = "sha256"
 # Streaming downloads hand the object over in pieces of this size: never the whole object in memory.
 DOWNLOAD_CHUNK_BYTES = 1024 * 1024
+# The S3 checksum of index files: the cheapest full-object checksum botocore validates without the
+# CRT (zlib's CRC32); their SHA-256 is their name, computed once by the writer, never on download.
+INDEX_CHECKSUM = "CRC32"
 
 
 @dataclass(frozen=True)
@@ -75,7 +78,8 @@ class BodyStore:
 
     def put_file(self, key: str, source: BinaryIO, sha256_hex: str, content_type: str) -> int:
         """Upload an open file, streamed from its current position (large index files never sit
-        in memory whole); returns the bytes uploaded."""
+        in memory whole); returns the bytes uploaded. S3 stores it with a CRC32 checksum, checked
+        on arrival and validated by botocore on every `download`."""
         start = source.tell()
         with storage_errors("index storage"):
             self._s3.put_object(
@@ -84,21 +88,25 @@ class BodyStore:
                 Body=source,
                 ContentType=content_type,
                 Metadata={SHA256_METADATA: sha256_hex},
+                ChecksumAlgorithm=INDEX_CHECKSUM,
             )
         source.seek(0, 2)
         return source.tell() - start
 
     def download(self, key: str, target: Sink) -> int:
-        """Stream the object into `target` piece by piece; returns the bytes written. Raises
-        BodyMissing if it is gone."""
+        """Stream the object into `target` piece by piece; returns the bytes written. botocore
+        validates the object's S3 checksum as it streams (an object stored without one is not
+        checked). Raises BodyMissing if it is gone, BodyReplaced if its bytes fail the checksum."""
         written = 0
         try:
             with storage_errors("index storage", passthrough=is_missing_object):
-                body = self._s3.get_object(Bucket=self._bucket, Key=key)["Body"]
+                body = self._s3.get_object(Bucket=self._bucket, Key=key, ChecksumMode="ENABLED")["Body"]
                 try:
                     for piece in body.iter_chunks(DOWNLOAD_CHUNK_BYTES):
                         target.write(piece)
                         written += len(piece)
+                except FlexibleChecksumError as exc:
+                    raise BodyReplaced(key) from exc  # not the bytes S3 was given
                 finally:
                     body.close()
         except ClientError as exc:

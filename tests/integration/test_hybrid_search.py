@@ -1,0 +1,237 @@
+"""Hybrid search end to end on moto with the local model (issue 26): the indexer publishes lexical
+first, then vectors; search fuses them; dense hits are validated like lexical ones; an embedding
+failure leaves documents lexically searchable and loses nothing."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from agent_knowledge.embedding.factory import configured_embedder
+from agent_knowledge.errors import EmbeddingFailed
+from agent_knowledge.index import writer as index_writer
+from agent_knowledge.index.vector_generation import ModelMismatch, embed_unembedded, vector_files
+from agent_knowledge.index.vectors import VectorFile
+from agent_knowledge.ingest.ingestor import Ingestor
+from agent_knowledge.repositories.documents import document_id
+from agent_knowledge_dev.admin import create_knowledge_base
+from tests.support.pipeline import Pipeline, start_pipeline
+from tests.support.retrieval import scope_of, search
+
+DOCS = {
+    "password.md": (
+        "Password recovery",
+        "# Password recovery\n\nIf you no longer know your password, open the account page and choose "
+        "Reset. We e-mail a link that lets you pick a new one within an hour.",
+    ),
+    "tyre.md": (
+        "Changing a flat tyre",
+        "# Changing a flat tyre\n\nLoosen the wheel nuts, raise the car with the jack, swap the punctured "
+        "wheel for the spare, then tighten the nuts in a star pattern.",
+    ),
+    "bread.md": (
+        "Baking bread",
+        "# Baking bread\n\nMix flour, water, yeast and salt, knead the dough for ten minutes, let it rise "
+        "until doubled and bake at 220 degrees.",
+    ),
+    "weather.md": (
+        "Storm warnings",
+        "# Storm warnings\n\nThe coast guard issues storm warnings when gusts exceed 60 knots; boats "
+        "should return to harbour.",
+    ),
+}
+# No word of it (after stemming and stop words) is in the password document.
+PARAPHRASE = "I forgot my login credentials, how do I get back into my profile?"
+CROSS_LINGUAL = "汽车轮胎漏气了怎么换备胎"
+
+
+class FailingEmbedder:
+    """The configured model's identity, but every call fails as Bedrock does after its retries."""
+
+    def __init__(self, real, transient: bool = True) -> None:
+        self.model_id, self.dimensions, self.transient, self.calls = real.model_id, real.dimensions, transient, 0
+
+    def embed_documents(self, texts):
+        self.calls += 1
+        raise EmbeddingFailed("throttled", provider="test", model_id=self.model_id, transient=self.transient)
+
+    def embed_query(self, text):
+        raise EmbeddingFailed("throttled", provider="test", model_id=self.model_id, transient=self.transient)
+
+
+@pytest.fixture
+def embedder():
+    found = configured_embedder()
+    assert found is not None, "the local stack's environment sets EMBEDDING_PROVIDER=local"
+    return found
+
+
+@pytest.fixture
+def ingestor(stack) -> Ingestor:
+    create_knowledge_base(stack.repositories, "kb")
+    ingestor = Ingestor(stack.repositories, clock=stack.clock)
+    for source_key, (title, body) in DOCS.items():
+        ingestor.put("kb", source_key, title, body, rebuild_index=False)
+    ingestor.rebuild_index("kb")
+    return ingestor
+
+
+def manifest(stack, kb_id: str = "kb"):
+    kb = stack.repositories.knowledge_bases.get(kb_id)
+    return index_writer.manifests.get(stack.repositories.bodies, kb_id, kb.index_manifests[0])
+
+
+def titles(result) -> list[str]:
+    return [hit.document.title for hit in result.documents]
+
+
+def test_a_paraphrase_is_found_only_through_its_meaning(stack, ingestor, embedder):
+    assert manifest(stack).unembedded  # lexical first: the rebuild's documents wait for vectors
+    lexical_only = search(stack, ["kb"], PARAPHRASE)  # no vectors yet: lexical, as before
+    assert "Password recovery" not in titles(lexical_only)
+
+    done = embed_unembedded(stack.repositories, "kb", embedder)
+    assert (done.embedded_chunks, done.remaining_documents) == (len(DOCS), 0)
+    published = manifest(stack)
+    assert published.kind == "vectors" and published.unembedded == []
+    assert published.embedding_model_id == f"{embedder.model_id}/{embedder.dimensions}"
+    (entry,) = vector_files(published).values()
+    assert published.index_bytes == sum(f.size for f in published.files.values()) and entry.size > 0
+
+    found = search(stack, ["kb"], PARAPHRASE)
+    best = found.documents[0]
+    assert best.document.title == "Password recovery" and found.stale_hits_dropped == 0
+    assert best.chunk_text in DOCS["password.md"][1]  # an excerpt of real chunk text
+    assert 0.0 < best.score <= 1.0
+
+
+def test_a_chinese_question_finds_an_english_document(stack, ingestor, embedder):
+    embed_unembedded(stack.repositories, "kb", embedder)
+    assert titles(search(stack, ["kb"], CROSS_LINGUAL))[0] == "Changing a flat tyre"
+
+
+def test_route_min_score_applies_to_each_retrievers_own_scale(stack, ingestor, embedder):
+    embed_unembedded(stack.repositories, "kb", embedder)
+    cosine = float(embedder.embed_query(PARAPHRASE) @ embedder.embed_documents([DOCS["password.md"][1]])[0])
+    assert titles(search(stack, ["kb"], PARAPHRASE, min_score=cosine - 0.02))[:1] == ["Password recovery"]
+    assert "Password recovery" not in titles(search(stack, ["kb"], PARAPHRASE, min_score=cosine + 0.02))
+
+
+def test_dense_hits_of_a_replaced_revision_are_never_returned(stack, ingestor, embedder):
+    embed_unembedded(stack.repositories, "kb", embedder)
+    ingestor.put("kb", "password.md", "Gardening", "# Gardening\n\nWater tomatoes early in the morning.")
+    # The update is published lexically; its vectors are not there yet: the old revision's rows
+    # still match the paraphrase, and are dropped by validation.
+    assert manifest(stack).unembedded == [document_id("password.md")]
+    result = search(stack, ["kb"], PARAPHRASE)
+    assert "Gardening" not in titles(result) and "Password recovery" not in titles(result)
+    assert result.stale_hits_dropped >= 1
+
+    embed_unembedded(stack.repositories, "kb", embedder)
+    assert search(stack, ["kb"], "when should I irrigate my vegetables").documents[0].document.title == "Gardening"
+    assert search(stack, ["kb"], PARAPHRASE).stale_hits_dropped == 0
+
+
+def test_an_embedding_failure_leaves_documents_searchable_and_loses_nothing(stack, ingestor, embedder):
+    failing = FailingEmbedder(embedder)
+    generation = stack.repositories.knowledge_bases.get("kb").generation
+    with pytest.raises(EmbeddingFailed):
+        embed_unembedded(stack.repositories, "kb", failing)
+    assert failing.calls == 1 and stack.repositories.knowledge_bases.get("kb").generation == generation
+    assert len(manifest(stack).unembedded) == len(DOCS)
+    assert titles(search(stack, ["kb"], "knead dough", max_docs=1)) == ["Baking bread"]  # lexical meanwhile
+
+    done = embed_unembedded(stack.repositories, "kb", embedder)  # the next indexer run
+    assert done.embedded_chunks == len(DOCS) and manifest(stack).unembedded == []
+    assert titles(search(stack, ["kb"], PARAPHRASE))[0] == "Password recovery"
+
+
+def test_a_failing_query_embedding_answers_lexically(stack, ingestor, embedder):
+    from agent_knowledge.index.query import retrieve
+
+    embed_unembedded(stack.repositories, "kb", embedder)
+    scope = scope_of(stack, ["kb"])
+    result = retrieve(
+        stack.repositories.bodies, stack.repositories.documents, scope, "knead dough", 3,
+        embedder=FailingEmbedder(embedder),
+    )  # fmt: skip
+    assert titles(result)[:1] == ["Baking bread"] and result.failed_kb_ids == []
+
+
+def test_another_model_is_refused_until_reindex_and_reindex_reuses_vectors(stack, ingestor, embedder):
+    embed_unembedded(stack.repositories, "kb", embedder)
+
+    ingestor.put("kb", "new.md", "New", "# New\n\nA document the other model would have to embed.")
+    other = FailingEmbedder(embedder)
+    other.model_id = "another-model"
+    with pytest.raises(ModelMismatch):
+        embed_unembedded(stack.repositories, "kb", other)
+    assert other.calls == 0 and manifest(stack).unembedded == [document_id("new.md")]
+    embed_unembedded(stack.repositories, "kb", embedder)
+    assert len(vector_files(manifest(stack))) == 2
+    # A rebuild of the same model reuses every row (no embedding) and merges to one file.
+    ingestor.rebuild_index("kb")
+    counting = CountingEmbedder(embedder)
+    done = embed_unembedded(stack.repositories, "kb", counting)
+    assert counting.texts == 0 and done.reused_chunks == len(DOCS) + 1 and manifest(stack).unembedded == []
+    assert len(vector_files(manifest(stack))) == 1
+    assert titles(search(stack, ["kb"], PARAPHRASE))[0] == "Password recovery"
+
+
+class CountingEmbedder:
+    def __init__(self, real) -> None:
+        self.real, self.model_id, self.dimensions, self.texts = real, real.model_id, real.dimensions, 0
+
+    def embed_documents(self, texts):
+        self.texts += len(texts)
+        return self.real.embed_documents(texts)
+
+    def embed_query(self, text):
+        return self.real.embed_query(text)
+
+
+def test_vector_files_merge_without_embedding_again_and_drop_replaced_revisions(stack, ingestor, embedder, monkeypatch):
+    from agent_knowledge.index import vector_generation
+
+    monkeypatch.setattr(vector_generation, "MAX_VECTOR_FILES", 2)
+    embed_unembedded(stack.repositories, "kb", embedder)  # file 1: the four documents
+    counting = CountingEmbedder(embedder)
+    for round_number in range(3):  # files 2, 3, then the three merged into one beside file 4
+        ingestor.put("kb", "bread.md", "Baking bread", DOCS["bread.md"][1] + f"\n\nVariation {round_number}.")
+        embed_unembedded(stack.repositories, "kb", counting)
+    assert counting.texts == 3  # one new chunk per round: merging embeds nothing
+    current = manifest(stack)
+    files = vector_files(current)
+    rows = [row for name in files for row in VectorFile(stack.repositories.bodies.read(current.file_key(name))).rows_of()]
+    assert len(files) == 2 and len(rows) == len(DOCS)  # the three replaced revisions of bread are gone
+    bread = stack.repositories.documents.get("kb", document_id("bread.md"))
+    assert {row.revision for row in rows if row.doc_id == bread.doc_id} == {bread.revision}
+
+
+@pytest.fixture
+def pipeline(stack) -> Pipeline:
+    create_knowledge_base(stack.repositories, "kb")
+    return start_pipeline(stack.environment)
+
+
+def test_the_indexer_publishes_lexical_first_then_vectors(stack, pipeline, embedder):
+    title, body = DOCS["password.md"]
+    pipeline.put("kb/password.md", body)
+    pipeline.run()
+    kb = stack.repositories.knowledge_bases.get("kb")
+    kinds = [index_writer.manifests.get(stack.repositories.bodies, "kb", key).kind for key in kb.index_manifests]
+    assert kinds[:2] == ["vectors", "rebuild"] or kinds[:2] == ["vectors", "update"]
+    assert manifest(stack).unembedded == []
+    assert titles(search(stack, ["kb"], PARAPHRASE))[:1] == [title]
+
+
+def test_vectors_round_trip_through_the_reader_cache(stack, ingestor, embedder):
+    embed_unembedded(stack.repositories, "kb", embedder)
+    from agent_knowledge.index.reader_cache import index_cache
+
+    served = index_cache.serve(stack.repositories.bodies, stack.repositories.knowledge_bases.get("kb"))
+    assert served is not None and served.manifest is not None and served.directory is not None
+    (name,) = vector_files(served.manifest)
+    with open(f"{served.directory}/{name}", "rb") as source:
+        opened = VectorFile(source.read())
+    assert opened.rows == len(DOCS) and np.isclose(np.linalg.norm(opened.vectors()[0]), 1.0, atol=0.02)

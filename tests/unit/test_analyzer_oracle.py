@@ -1,0 +1,117 @@
+"""The analyzer compiles its CJK character class once (`index/analyzer.py`): it must tokenize
+exactly as the three patterns it replaced, which stay here as the oracle."""
+
+from __future__ import annotations
+
+import re
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from agent_knowledge.index.analyzer import (
+    CJK_RANGES,
+    MAX_WORD_CHARS,
+    QueryTokens,
+    cjk_unigrams,
+    is_cjk,
+    latin_candidates,
+    query_tokens,
+    word_tokens,
+)
+
+# The patterns as they were before the analyzer was rewritten to compile the class once.
+_TOKEN = re.compile(rf"([{CJK_RANGES}]+)|[^\W_{CJK_RANGES}]+")
+_CJK_CHAR = re.compile(rf"[{CJK_RANGES}]")
+_LATIN_WORD = re.compile(rf"[^\W_{CJK_RANGES}]+")
+
+
+def _bigrams(run: str) -> list[str]:
+    return [run] if len(run) == 1 else [run[i : i + 2] for i in range(len(run) - 1)]
+
+
+def oracle_word_tokens(text: str) -> list[str]:
+    tokens: list[str] = []
+    for match in _TOKEN.finditer(text):
+        if match.group(1):
+            tokens.extend(_bigrams(match.group(1)))
+        elif len(match.group(0)) <= MAX_WORD_CHARS:
+            tokens.append(match.group(0))
+    return tokens
+
+
+def oracle_query_tokens(query: str) -> QueryTokens:
+    words: list[str] = []
+    unigrams: list[str] = []
+    for match in _TOKEN.finditer(query):
+        run = match.group(1)
+        if run and len(run) == 1:
+            unigrams.append(run)
+        elif run:
+            words.extend(_bigrams(run))
+        elif len(match.group(0)) <= MAX_WORD_CHARS:
+            words.append(match.group(0))
+    return QueryTokens(words=list(dict.fromkeys(words)), unigrams=list(dict.fromkeys(unigrams)))
+
+
+def oracle_latin_candidates(text: str, prefixes: tuple[str, ...]) -> list[tuple[int, int]]:
+    lowered = text.lower()
+    if len(lowered) != len(text):
+        return [m.span() for m in _LATIN_WORD.finditer(text) if m.group().lower().startswith(prefixes)]
+    spans: set[tuple[int, int]] = set()
+    for prefix in prefixes:
+        start = lowered.find(prefix)
+        while start >= 0:
+            if start == 0 or not _LATIN_WORD.match(text, start - 1):
+                word = _LATIN_WORD.match(text, start)
+                if word:
+                    spans.add(word.span())
+            start = lowered.find(prefix, start + 1)
+    return sorted(spans)
+
+
+# Characters at and around every edge of the CJK ranges (in and just outside), CJK punctuation and
+# non-word characters inside the ranges (U+30FB, U+309B, unassigned U+FAFF), astral Han and its
+# neighbours, "_", digits, Latin with case changes that alter the length (İ), spaces and symbols.
+_EDGES = "".join(
+    chr(code + delta)
+    for code in (0x3400, 0x4DBF, 0x4E00, 0x9FFF, 0xF900, 0xFAFF, 0x3040, 0x30FF, 0xAC00, 0xD7AF, 0x20000, 0x3134F)
+    for delta in (-1, 0, 1)
+)
+_SPECIAL = "・゛\ufaff\u3000、。？！_- \t\n.,'İßﬁ0123456789aAzZéÉ配置文件锁和한국어ひらがなカタカナ𠀀𪚥\U00031350"
+_ALPHABET = st.one_of(
+    st.sampled_from(_EDGES + _SPECIAL),
+    st.characters(min_codepoint=0x3000, max_codepoint=0xD7FF),
+    st.characters(min_codepoint=0x20000, max_codepoint=0x31400),
+    st.characters(blacklist_categories=("Cs",)),
+)
+_TEXT = st.text(_ALPHABET, max_size=80)
+
+
+@settings(max_examples=600, deadline=None)
+@given(_TEXT)
+def test_tokens_are_those_of_the_former_patterns(text: str) -> None:
+    assert word_tokens(text) == oracle_word_tokens(text)
+    assert query_tokens(text) == oracle_query_tokens(text)
+    assert cjk_unigrams(text) == _CJK_CHAR.findall(text)
+    assert is_cjk(text) == bool(_CJK_CHAR.search(text))
+
+
+@settings(max_examples=400, deadline=None)
+@given(_TEXT, st.lists(st.text(_ALPHABET, min_size=1, max_size=3), min_size=1, max_size=4))
+def test_latin_candidates_are_those_of_the_former_pattern(text: str, prefixes: list[str]) -> None:
+    lowered = tuple(sorted({prefix.lower() for prefix in prefixes}))
+    assert latin_candidates(text, lowered) == oracle_latin_candidates(text, lowered)
+
+
+_PARTS = ["配置", "文件", "SAM", "template", "İstanbul", "_x_", "𠀀𠀁", " ", "・", "x2"]
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.sampled_from(_PARTS), max_size=12))
+def test_mixed_runs_without_separators(parts: list[str]) -> None:
+    text = "".join(parts)
+    assert word_tokens(text) == oracle_word_tokens(text)
+    assert query_tokens(text) == oracle_query_tokens(text)
+    stems = tuple(sorted({part.lower()[:2] for part in parts if part.strip()}))
+    if stems:
+        assert latin_candidates(text, stems) == oracle_latin_candidates(text, stems)
