@@ -6,6 +6,7 @@ objects) at every moment, counting what sits in the dead-letter queues."""
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import itertools
 import json
 import time
@@ -28,8 +29,9 @@ from agent_knowledge.runtime.container import PipelineDependencies, default_pipe
 from agent_knowledge_dev.admin import create_knowledge_base
 from agent_knowledge_dev.handlers import load_event, load_function
 from agent_knowledge_dev.lambda_context import LambdaContext
+from agent_knowledge_dev.runtime import reset_caches
 from tests.support.pipeline import Pipeline, create_disabled_knowledge_base, start_pipeline
-from tests.support.retrieval import search_titles
+from tests.support.retrieval import search, search_titles
 
 # Later than every grace period: what the reconciler and `kb status` see once events had their time.
 LATER = status.GRACE_SECONDS + 60
@@ -325,3 +327,26 @@ def test_a_run_reports_a_kb_it_could_not_reconcile_and_the_function_fails(stack,
         load_function("reconciler").lambda_handler(
             load_event("reconciler-scheduled"), LambdaContext.for_function("ReconcilerFunction"), deps=deps_at()
         )
+
+
+def test_an_index_written_by_another_version_is_rebuilt_after_a_reconcile(stack, pipeline):
+    # An upgrade that changes the index format leaves every KB's current generation unreadable:
+    # its searches fail until the next change rebuilds it — or the next reconcile asks for it.
+    pipeline.put("kb/doc.md", "# Doc\n\nThe upgraded umbrellabird.")
+    pipeline.run()
+    repositories = stack.repositories
+    current = repositories.knowledge_bases.get("kb").index_manifests[0]
+    manifest = json.loads(repositories.bodies.read(current))
+    older = json.dumps({**manifest, "schema_version": manifest["schema_version"] - 1}).encode()
+    repositories.bodies.put(current, older, hashlib.sha256(older).hexdigest())
+    reset_caches()
+    before = search(stack, ["kb"], "umbrellabird")  # an older kept generation at best: partial
+    assert before.failed_kb_ids + before.degraded_kb_ids == ["kb"]
+    report = reconcile_kb(deps_at(LATER), "kb")
+    assert report.index_requested and report.requeued == 0
+    pipeline.run()
+    reset_caches()
+    after = search(stack, ["kb"], "umbrellabird")
+    assert [hit.document.title for hit in after.documents] == ["Doc"]
+    assert after.failed_kb_ids == after.degraded_kb_ids == []
+    assert not reconcile_kb(deps_at(LATER), "kb").index_requested  # once rebuilt, nothing more

@@ -16,7 +16,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from agent_knowledge.errors import KnowledgeBaseMissing, KnowledgeError
+from agent_knowledge.errors import EmbeddingFailed, KnowledgeBaseMissing, KnowledgeError
 from agent_knowledge.index.publish import publish_pending
 from agent_knowledge.repositories.queues import batch_response
 from agent_knowledge.runtime.container import PipelineDependencies
@@ -57,7 +57,7 @@ def index_batch(deps: PipelineDependencies, records: list[dict[str, Any]]) -> di
     for kb_id, message_ids in by_kb.items():  # in the order the batch first names them
         try:
             _index_kb(deps, kb_id, doc_ids[kb_id])
-        except KnowledgeError as exc:
+        except (KnowledgeError, EmbeddingFailed) as exc:  # EmbeddingFailed: transient, retried
             logger.warning("index update failed", extra={"kb_id": kb_id, "error": type(exc).__name__})
             failed.extend(message_ids)
         except Exception:  # a defect: this KB's messages are retried, then dead-lettered; others go on
@@ -79,6 +79,13 @@ def _index_kb(deps: PipelineDependencies, kb_id: str, doc_ids: list[str]) -> Non
         raise
     lag = _emit_index_lag(deps, kb_id)
     if published is None:
+        # Nothing pending, but an index this code cannot read (written by another version before
+        # an upgrade; the reconciler asks for this) is rebuilt: a cached manifest read otherwise.
+        update_kb_index(deps.repositories, kb_id, [])
+    # Lexical first (searchable now), then the vectors of whatever the KB's generation lacks:
+    # also when nothing was pending (a continuation, or a retry after an embedding failure).
+    _embed(deps, kb_id)
+    if published is None:
         logger.info("nothing pending", extra={"kb_id": kb_id, "index_lag_seconds": lag})
         return
     logger.info(
@@ -93,6 +100,13 @@ def _index_kb(deps: PipelineDependencies, kb_id: str, doc_ids: list[str]) -> Non
             "index_lag_seconds": lag,
         },
     )
+
+
+def _embed(deps: PipelineDependencies, kb_id: str) -> None:
+    from agent_knowledge.embedding.factory import configured_embedder
+    from agent_knowledge.index.vector_backlog import embed_backlog
+
+    embed_backlog(deps.repositories, deps.index_queue, kb_id, configured_embedder())
 
 
 def _emit_index_lag(deps: PipelineDependencies, kb_id: str) -> float | None:

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 from collections.abc import Collection
 
+from agent_knowledge.embedding.factory import configured_vector_space
 from agent_knowledge.errors import KnowledgeBaseMissing, KnowledgeError, KnowledgeUnavailable
 from agent_knowledge.index import writer as index_writer
 from agent_knowledge.index.chunk_loader import RecentChunks, chunk_loader, verified
@@ -30,6 +31,7 @@ from agent_knowledge.index.kb_index import KbIndex
 from agent_knowledge.index.layout import IndexManifest, IndexUnavailable
 from agent_knowledge.index.local_files import LocalFiles, LocalStorageFailed, local_files
 from agent_knowledge.index.rebuild import rebuild_kb_index
+from agent_knowledge.index.vector_generation import carry_vectors
 from agent_knowledge.records import DocumentRecord, KnowledgeBaseRecord
 from agent_knowledge.repositories.bundle import Repositories
 from agent_knowledge.runtime.observability import logger
@@ -52,9 +54,9 @@ def update_kb_index(
         kb = repositories.knowledge_bases.get(kb_id)
         if kb is None:
             raise KnowledgeBaseMissing(f"knowledge base {kb_id!r} does not exist", kb_id=kb_id)
-        if not wanted:
-            return kb.generation
         base = _base(repositories, kb)
+        if not wanted and (base is not None or kb.generation <= 0):
+            return kb.generation  # nothing to change, and the current generation is readable
         outcome = _REBUILD if base is None else _apply(repositories, kb, base, wanted, known, files)
         if outcome is _REBUILD:
             return rebuild_kb_index(repositories, kb_id, known=known, files=files)
@@ -139,6 +141,7 @@ def _apply(
         added = index_writer.apply_changes(directory, changed, ready, load, located=located)
         documents = base.documents - len(present & set(changed)) + len(added)
         manifest = index_writer.describe(directory, kb.kb_id, kb.generation + 1, documents, base, kind="update")
+        manifest = carry_vectors(manifest, base, added, configured_vector_space())
         published: index_writer.Published | None = index_writer.publish(
             repositories, kb, manifest, directory, base, set()
         )

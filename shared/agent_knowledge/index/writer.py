@@ -50,6 +50,7 @@ from agent_knowledge.records import DocumentRecord, KnowledgeBaseRecord
 from agent_knowledge.repositories.bodies import BodyMissing, BodyStore
 from agent_knowledge.repositories.bundle import Repositories
 from agent_knowledge.runtime.observability import logger
+from agent_knowledge.runtime.per_container import on_reset
 
 MAX_PUBLISH_ATTEMPTS = 20
 # Longer than any writer runs (a Lambda function runs at most 15 minutes): an unreferenced object
@@ -90,6 +91,7 @@ class ManifestCache:
 
 
 manifests = ManifestCache()
+on_reset(manifests.clear)
 
 
 def apply_changes(

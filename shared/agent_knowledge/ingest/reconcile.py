@@ -30,7 +30,9 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 
-from agent_knowledge.errors import ConfigurationError, KnowledgeError, KnowledgeUnavailable
+from agent_knowledge.errors import ConfigurationError, IndexUnavailable, KnowledgeError, KnowledgeUnavailable
+from agent_knowledge.index.layout import IndexIncompatible
+from agent_knowledge.index.reader_cache import read_manifest
 from agent_knowledge.ingest.source_events import reconcile_notification
 from agent_knowledge.ingest.status import GRACE_SECONDS, iso_utc, source_key_of
 from agent_knowledge.repositories.documents import DocumentState
@@ -139,8 +141,14 @@ def reconcile_kb(deps: PipelineDependencies, kb_id: str, *, grace: float = GRACE
         records = reading.result()
     found = compare(kb_id, objects, records, now=now, grace=grace)
     _send(source_queue, deps.sources.bucket, kb_id, found.mismatches)
-    if found.stalled:
-        doc_ids = tuple(sorted(found.stalled)[:MAX_INDEX_DOC_IDS])
+    stalled = sorted(found.stalled)
+    outdated_index = not stalled and _index_written_by_another_version(deps, kb_id)
+    if outdated_index and records:
+        # Any indexing request rebuilds an index this code cannot read (index/update.py): one
+        # document id is enough to ask for it, and searching the KB works again after it.
+        stalled = [records[0].doc_id]
+    if stalled:
+        doc_ids = tuple(stalled[:MAX_INDEX_DOC_IDS])
         change = f"{kb_id}\nreconcile\n{now!r}".encode()
         message = IndexMessage(kb_id, doc_ids, hashlib.sha256(change).hexdigest())
         if deps.index_queue.send([message]):
@@ -155,12 +163,28 @@ def reconcile_kb(deps: PipelineDependencies, kb_id: str, *, grace: float = GRACE
         outdated=found.count("outdated"),
         stuck=found.count("stuck"),
         orphaned=found.count("orphaned"),
-        index_requested=bool(found.stalled),
+        index_requested=bool(stalled),
         last_sync=iso_utc(now),
         seconds=round(time.perf_counter() - started, 3),
     )
     logger.info("knowledge base reconciled", extra=report.model_dump())
     return report
+
+
+def _index_written_by_another_version(deps: PipelineDependencies, kb_id: str) -> bool:
+    """Whether the KB's current index generation was written in another index format, schema or
+    tantivy version (an upgrade changed it): searches cannot read it until it is rebuilt. One small
+    GET of the current manifest per KB and run."""
+    kb = deps.repositories.knowledge_bases.get(kb_id)
+    if kb is None or kb.generation <= 0 or not kb.index_manifests:
+        return False
+    try:
+        read_manifest(deps.repositories.bodies, kb_id, kb.index_manifests[0])
+    except IndexIncompatible:
+        return True
+    except IndexUnavailable:
+        return False  # corrupt or missing: the indexer rebuilds it on its next change
+    return False
 
 
 def _source_queue(deps: PipelineDependencies) -> SourceQueue:
