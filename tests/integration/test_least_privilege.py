@@ -315,8 +315,9 @@ def test_query_functions_never_scan_and_write_only_where_the_protocol_writes():
 
 
 def test_the_reconciler_makes_exactly_the_calls_its_statements_grant(stack, recorder: Recorder):
-    """The scheduled function reads the bucket listing, the KB and its records, sends reconciles and
-    an indexing request, and records `last_sync`: every call granted, every grant used."""
+    """The scheduled function reads the bucket listing, the KB, its current index manifest and its
+    records, sends reconciles and an indexing request, and records `last_sync`: every call granted,
+    every grant used."""
     import dataclasses
     import time
 
@@ -329,6 +330,8 @@ def test_the_reconciler_makes_exactly_the_calls_its_statements_grant(stack, reco
 
     create_knowledge_base(stack.repositories, "kb")
     pipeline = start_pipeline(stack.environment)
+    pipeline.put("kb/indexed.md", "# Indexed\n\nIts index manifest is read.")
+    pipeline.run()
     pipeline.put("kb/indexed-later.md", "# Later\n\nIts indexing request is lost.")
     pipeline.runner.step(pipeline.runner.mapping("IngestFunction"))
     pipeline.take_messages("IndexQueue")

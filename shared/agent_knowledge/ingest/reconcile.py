@@ -142,8 +142,7 @@ def reconcile_kb(deps: PipelineDependencies, kb_id: str, *, grace: float = GRACE
     found = compare(kb_id, objects, records, now=now, grace=grace)
     _send(source_queue, deps.sources.bucket, kb_id, found.mismatches)
     stalled = sorted(found.stalled)
-    outdated_index = not stalled and _index_written_by_another_version(deps, kb_id)
-    if outdated_index and records:
+    if _index_written_by_another_version(deps, kb_id) and records and not stalled:
         # Any indexing request rebuilds an index this code cannot read (index/update.py): one
         # document id is enough to ask for it, and searching the KB works again after it.
         stalled = [records[0].doc_id]
@@ -182,8 +181,8 @@ def _index_written_by_another_version(deps: PipelineDependencies, kb_id: str) ->
         read_manifest(deps.repositories.bodies, kb_id, kb.index_manifests[0])
     except IndexIncompatible:
         return True
-    except IndexUnavailable:
-        return False  # corrupt or missing: the indexer rebuilds it on its next change
+    except (IndexUnavailable, KnowledgeError):
+        return False  # corrupt, missing or unreachable: the indexer rebuilds it on its next change
     return False
 
 
