@@ -25,12 +25,10 @@ import hashlib
 import json
 import os
 import re
-import socket
 import statistics
 import subprocess
 import sys
 import tempfile
-import time
 import uuid
 from contextlib import contextmanager
 from pathlib import Path
@@ -41,7 +39,7 @@ from tests.support.local_api import free_port
 from bench import handlers, layer_image, stack_dump
 from bench.child import run_child
 from bench.corpus import documents, known_item_queries
-from bench.environment import BASE_ENVIRONMENT, local_stack, quiet
+from bench.environment import BASE_ENVIRONMENT, local_stack, quiet, wait_until_listening
 from bench.stats import ratio
 from bench.workspace import ingest, seed_demo_workspace
 
@@ -73,15 +71,7 @@ def _moto_server(dump_path: Path):  # type: ignore[no-untyped-def]
         env={**os.environ, **BASE_ENVIRONMENT},
     )
     try:
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                with socket.create_connection(("127.0.0.1", port), timeout=1):
-                    break
-            except OSError:
-                if time.monotonic() > deadline or server.poll() is not None:
-                    raise RuntimeError("moto server did not start") from None
-                time.sleep(0.2)
+        wait_until_listening(port, server)
         subprocess.run(
             [sys.executable, "-m", "bench.stack_dump", "restore", str(dump_path), url],
             cwd=ROOT,

@@ -8,6 +8,9 @@ from __future__ import annotations
 
 import contextlib
 import os
+import socket
+import subprocess
+import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -41,3 +44,16 @@ def quiet() -> Iterator[None]:
     """Powertools writes metrics (EMF) and logs to stdout on every request; keep them off the terminal."""
     with open(os.devnull, "w") as sink, contextlib.redirect_stdout(sink):
         yield
+
+
+def wait_until_listening(port: int, process: subprocess.Popen[Any], timeout: float = 60) -> None:
+    """Return once `process` (a moto server just started) accepts connections on `port`."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=1):
+                return
+        except OSError:
+            if time.monotonic() > deadline or process.poll() is not None:
+                raise RuntimeError("moto server did not start") from None
+            time.sleep(0.2)

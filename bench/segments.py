@@ -32,7 +32,6 @@ import io
 import json
 import os
 import shutil
-import socket
 import statistics
 import subprocess
 import sys
@@ -144,7 +143,9 @@ class _Bucket:
         Path(self.objects.root, key).unlink(missing_ok=True)
 
 
-class _KnowledgeBases:
+class OneKnowledgeBase:
+    """The config repository of one KB record, as `update_kb_index` uses it (conditional publish)."""
+
     def __init__(self, record: Any) -> None:
         self.record = record
 
@@ -239,15 +240,9 @@ def _moto_server() -> Iterator[str]:
         cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
     )  # fmt: skip
     try:
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                with socket.create_connection(("127.0.0.1", port), timeout=1):
-                    break
-            except OSError:
-                if time.monotonic() > deadline or server.poll() is not None:
-                    raise RuntimeError("moto server did not start") from None
-                time.sleep(0.2)
+        from bench.environment import wait_until_listening
+
+        wait_until_listening(port, server)
         yield f"http://127.0.0.1:{port}"
     finally:
         server.terminate()
@@ -346,7 +341,7 @@ def measure(size: int, updates: int, doc_chunks: tuple[int, int], query_count: i
     figure["index_bytes"] = manifest.total_bytes
     figure["index_bytes_per_chunk"] = round(manifest.total_bytes / size, 1)
     figure["segments_after_build"] = len(manifest.meta["segments"])
-    repositories = SimpleNamespace(knowledge_bases=_KnowledgeBases(kb), documents=_Documents(), bodies=bucket)
+    repositories = SimpleNamespace(knowledge_bases=OneKnowledgeBase(kb), documents=_Documents(), bodies=bucket)
     writer_files = LocalFiles(os.path.join(scratch, "writer"))
 
     # Compaction runs inside `update_kb_index` after the update is published: timed apart.

@@ -23,6 +23,8 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
+from bench.segments import OneKnowledgeBase
+
 QUERY = "configuration template deploy"
 
 
@@ -104,18 +106,6 @@ def _moto_store(url: str, bucket: str) -> _CountingStore:
     return _CountingStore(BodyStore(lambda: client, bucket))
 
 
-class _OneKb:
-    def __init__(self, record: Any) -> None:
-        self.record = record
-
-    def get(self, kb_id: str) -> Any:
-        return self.record
-
-    def publish_index(self, kb_id: str, expected: int, manifests: list[str]) -> bool:
-        self.record = self.record.model_copy(update={"generation": expected + 1, "index_manifests": manifests})
-        return True
-
-
 class _OneRecord:
     def __init__(self, record: Any) -> None:
         self.record = record
@@ -153,7 +143,7 @@ def main() -> None:
 
         kb = KnowledgeBaseRecord.model_validate_json(Path(sys.argv[4]).read_text(encoding="utf-8"))
         record = DocumentRecord.model_validate_json(Path(sys.argv[6]).read_text(encoding="utf-8"))
-        repositories = SimpleNamespace(knowledge_bases=_OneKb(kb), documents=_OneRecord(record), bodies=store)
+        repositories = SimpleNamespace(knowledge_bases=OneKnowledgeBase(kb), documents=_OneRecord(record), bodies=store)
         generation = update_kb_index(repositories, kb.kb_id, [record.doc_id], files=LocalFiles(sys.argv[5]))  # type: ignore[arg-type]
         assert generation > kb.generation
         result["downloaded_bytes"] = store.downloaded_bytes
