@@ -582,20 +582,27 @@ def _kb_arguments(parser: argparse.ArgumentParser) -> None:
 
 def _list(arguments: argparse.Namespace) -> int:
     from agent_knowledge.ingest.status import document_listing
+
+    # Every object of the bucket (not_ingested ones too, with the reason), not only the records.
+    listing = _pipeline_view(arguments, document_listing)
+    print_json([entry.model_dump(mode="json") for entry in listing])
+    return 0
+
+
+def _pipeline_view(arguments: argparse.Namespace, view: Callable[..., _T]) -> _T:
+    """`view` (`document_listing` or `kb_status`) of the KB named in `arguments`: its records, the
+    sources bucket's objects and the dead-letter queues' messages."""
     from agent_knowledge_dev.admin import require_knowledge_base
     from agent_knowledge_dev.pipeline_state import dead_letters, source_objects
 
     repositories = connect(arguments)
     require_knowledge_base(repositories, arguments.kb_id)
-    # Every object of the bucket (not_ingested ones too, with the reason), not only the records.
-    listing = document_listing(
+    return view(
         repositories,
         arguments.kb_id,
         sources=source_objects(arguments),
         dead_letters=dead_letters(arguments, arguments.kb_id),
     )
-    print_json([entry.model_dump(mode="json") for entry in listing])
-    return 0
 
 
 # --- kb list, status, reindex --------------------------------------------------------------------
@@ -609,18 +616,8 @@ def _kb_list(arguments: argparse.Namespace) -> int:
 
 def _kb_status(arguments: argparse.Namespace) -> int:
     from agent_knowledge.ingest.status import kb_status
-    from agent_knowledge_dev.admin import require_knowledge_base
-    from agent_knowledge_dev.pipeline_state import dead_letters, source_objects
 
-    repositories = connect(arguments)
-    require_knowledge_base(repositories, arguments.kb_id)
-    status = kb_status(
-        repositories,
-        arguments.kb_id,
-        sources=source_objects(arguments),
-        dead_letters=dead_letters(arguments, arguments.kb_id),
-    )
-    print_json(status.model_dump(mode="json"))
+    print_json(_pipeline_view(arguments, kb_status).model_dump(mode="json"))
     return 0
 
 
@@ -632,6 +629,9 @@ def _kb_reindex(arguments: argparse.Namespace) -> int:
     require_knowledge_base(repositories, arguments.kb_id)
     started = time.perf_counter()
     generation = rebuild_kb_index(repositories, arguments.kb_id)
+    from agent_knowledge.index.vector_backlog import request_embedding_after_rebuild
+
+    request_embedding_after_rebuild(arguments.kb_id, generation)  # the indexer embeds it again
     print_json(
         {"kb_id": arguments.kb_id, "index_generation": generation, "seconds": round(time.perf_counter() - started, 2)}
     )
