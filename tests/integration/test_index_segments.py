@@ -212,12 +212,17 @@ def test_an_unreadable_index_fails_only_its_source_and_the_next_update_repairs_i
     assert call("search", event).json()["status"] == "ok" and "On-call receipts" in titles
 
 
-def test_a_corrupt_newest_segment_falls_back_to_the_previous_generation(stack, ingestor):
+def _second_generation_store(stack, ingestor):
+    """Two documents in two generations: the newest manifest and the store file of its new segment."""
     ingestor.put("kb", "a.md", "Cats", "Cats sleep all day.")
     ingestor.put("kb", "b.md", "Dogs", "Dogs bark at cats.")  # generation 2: a new segment
     base = read_manifest(stack.repositories.bodies, "kb", kb_record(stack).index_manifests[1])
     new = newest_manifest(stack)
-    name = next(n for n, e in new.files.items() if n not in base.files and n.endswith(".store"))
+    return new, next(n for n in new.files if n not in base.files and n.endswith(".store"))
+
+
+def test_a_corrupt_newest_segment_falls_back_to_the_previous_generation(stack, ingestor):
+    new, name = _second_generation_store(stack, ingestor)
     stack.repositories.bodies.put(new.file_key(name), b"\x00" * new.files[name].size, "0" * 64)
     reset_local_state()
     result = search(stack, ["kb", "other"], "cats")
@@ -376,11 +381,7 @@ def test_an_update_shows_tantivy_only_the_segments_holding_the_changed_document(
 def test_a_file_whose_bytes_changed_in_the_bucket_fails_its_s3_checksum_not_the_search(stack, ingestor):
     from moto.backends import get_backend
 
-    ingestor.put("kb", "a.md", "Cats", "Cats sleep all day.")
-    ingestor.put("kb", "b.md", "Dogs", "Dogs bark at cats.")  # generation 2: a new segment
-    base = read_manifest(stack.repositories.bodies, "kb", kb_record(stack).index_manifests[1])
-    new = newest_manifest(stack)
-    name = next(n for n, e in new.files.items() if n not in base.files and n.endswith(".store"))
+    new, name = _second_generation_store(stack, ingestor)
     bucket = stack.environment["BODIES_BUCKET"]
     stored = next(
         backend["aws"].buckets[bucket].keys[new.file_key(name)]

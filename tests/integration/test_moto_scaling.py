@@ -286,20 +286,19 @@ def test_a_partition_query_pages_and_projects_like_dynamodb(stack):
     assert all(set(item) == {"doc_id", "title"} and item["title"]["S"].startswith("a") for item in items)
     assert len(pages) == 6
     whole = dynamodb.get_item(TableName=table, Key={"kb_id": {"S": "b"}, "doc_id": {"S": "d001"}})["Item"]
-    projected = dynamodb.query(
-        TableName=table,
-        KeyConditionExpression="kb_id = :kb AND doc_id = :d",
-        ExpressionAttributeValues={":kb": {"S": "b"}, ":d": {"S": "d001"}},
-        ProjectionExpression="chunk_offsets, title, absent_attribute",
-    )["Items"]
+
+    def query_d001(projection: str) -> list:
+        return dynamodb.query(
+            TableName=table,
+            KeyConditionExpression="kb_id = :kb AND doc_id = :d",
+            ExpressionAttributeValues={":kb": {"S": "b"}, ":d": {"S": "d001"}},
+            ProjectionExpression=projection,
+        )["Items"]
+
+    projected = query_d001("chunk_offsets, title, absent_attribute")
     assert projected == [{"chunk_offsets": whole["chunk_offsets"], "title": whole["title"]}]
     # Nested paths take moto's own way.
-    nested = dynamodb.query(
-        TableName=table,
-        KeyConditionExpression="kb_id = :kb AND doc_id = :d",
-        ExpressionAttributeValues={":kb": {"S": "b"}, ":d": {"S": "d001"}},
-        ProjectionExpression="chunk_offsets[1]",
-    )["Items"]
+    nested = query_d001("chunk_offsets[1]")
     assert nested == [{"chunk_offsets": {"L": [whole["chunk_offsets"]["L"][1]]}}]
 
 
