@@ -28,8 +28,6 @@ import time
 from pathlib import Path
 from typing import Any
 
-
-
 from agent_knowledge.embedding.base import normalised, vector_space
 from agent_knowledge.embedding.local import LocalEmbedder
 from agent_knowledge.identity.scope import Scope
@@ -57,7 +55,6 @@ def with_vectors(ours: Ours, chunks: list[BenchChunk], embedder: LocalEmbedder) 
     rows = [VectorRow(doc_ids[c.doc], "r1", c.index, c.digest) for c in chunks]
     data = write_vectors(vector_space(embedder), rows, matrix)
     name = file_name(data)
-
 
     entry = IndexFile(sha256=hashlib.sha256(data).hexdigest(), size=len(data), role=VECTOR_ROLE)
     kb = ours._kb
@@ -171,7 +168,11 @@ def main(argv: list[str] | None = None) -> int:
             f"{entry['systems'][n]['mrr_at_3']:.3f} ({entry['systems'][n]['ratio_to_tantivy']:.2f}×)" for n in names
         ]
         cpu = entry["search_cpu_ms_median"]
-        print(f"| {set_name} | {entry['queries']} | " + " | ".join(cells) + f" | {cpu['lexical']:.1f} → {cpu['hybrid']:.1f} |")
+        print(
+            f"| {set_name} | {entry['queries']} | "
+            + " | ".join(cells)
+            + f" | {cpu['lexical']:.1f} → {cpu['hybrid']:.1f} |"
+        )
 
     return 0
 

@@ -262,4 +262,7 @@ def ingest_directory(
         if on_result:
             on_result(source, outcome or "failed", error)
     summary.index_generation = ingestor.rebuild_index(kb_id)
+    from agent_knowledge.index.vector_backlog import request_embedding_after_rebuild
+
+    request_embedding_after_rebuild(kb_id, summary.index_generation)  # vectors follow (hybrid search)
     return summary

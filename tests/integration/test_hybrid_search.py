@@ -202,7 +202,9 @@ def test_vector_files_merge_without_embedding_again_and_drop_replaced_revisions(
     assert counting.texts == 3  # one new chunk per round: merging embeds nothing
     current = manifest(stack)
     files = vector_files(current)
-    rows = [row for name in files for row in VectorFile(stack.repositories.bodies.read(current.file_key(name))).rows_of()]
+    rows = [
+        row for name in files for row in VectorFile(stack.repositories.bodies.read(current.file_key(name))).rows_of()
+    ]
     assert len(files) == 2 and len(rows) == len(DOCS)  # the three replaced revisions of bread are gone
     bread = stack.repositories.documents.get("kb", document_id("bread.md"))
     assert {row.revision for row in rows if row.doc_id == bread.doc_id} == {bread.revision}

@@ -103,14 +103,14 @@ def test_a_document_whose_object_was_deleted_with_the_event_lost_is_removed(stac
     pipeline.delete("kb/gone.md")
     lose_events(pipeline)
     pipeline.run()
-    assert search_titles(stack, ["kb"], "vanishing narwhal") == ["Gone"]  # still served
+    assert search_titles(stack, ["kb"], "vanishing narwhal")[:1] == ["Gone"]  # still served
     # Not an object any more: its delete is pending.
     assert counts(status_of(stack, offset=LATER)) == (1, 1, 0, 0, 0, 1)
     assert listing(stack, offset=LATER)["gone.md"] == ("pending", status.OBJECT_GONE)
     report = reconcile_kb(deps_at(LATER), "kb")
     assert (report.requeued, report.orphaned) == (1, 1)
     pipeline.run()
-    assert search_titles(stack, ["kb"], "vanishing narwhal") == []
+    assert "Gone" not in search_titles(stack, ["kb"], "vanishing narwhal")  # dense search may find "Keep"
     assert stack.repositories.documents.get("kb", document_id("gone.md")).status == "deleted"
     assert counts(status_of(stack)) == (1, 1, 0, 0, 0, 0)
     assert listing(stack) == {"keep.md": ("ready", None)}
@@ -158,7 +158,9 @@ def test_a_record_of_an_overwritten_object_whose_event_was_lost_is_updated(stack
     pipeline.run()
     current = prepare_document(None, "# Doc\n\nThe second quokka.", "text/markdown", "doc.md")
     assert stack.repositories.documents.get("kb", document_id("doc.md")).revision == current.revision
-    assert search_titles(stack, ["kb"], "quokka") == ["Doc"] and search_titles(stack, ["kb"], "okapi") == []
+    assert search_titles(stack, ["kb"], "quokka") == ["Doc"]
+    # The old text is gone (dense search may still find the document by its new text's meaning).
+    assert all("okapi" not in hit.chunk_text for hit in search(stack, ["kb"], "okapi").documents)
     assert counts(status_of(stack)) == (1, 1, 0, 0, 0, 0)
 
 

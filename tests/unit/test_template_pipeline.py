@@ -184,6 +184,8 @@ PIPELINE_ACCESS = {
         "ReadDocumentStates": ({"dynamodb:Query"}, [{"Fn::GetAtt": ["DocumentsTable", "Arn"]}]),
         "RequestReconciles": ({"sqs:SendMessage"}, [{"Fn::GetAtt": ["SourceQueue", "Arn"]}]),
         "RequestIndexing": ({"sqs:SendMessage"}, [{"Fn::GetAtt": ["IndexQueue", "Arn"]}]),
+        # The current index manifest's versions (a rebuild asked for after an upgrade), nothing else.
+        "ReadIndexManifests": ({"s3:GetObject"}, [{"Fn::Sub": "${BodiesBucket.Arn}/indexes/*/manifests/*"}]),
     },
 }
 # The one statement of each function on the config table: limited to knowledge-base items.

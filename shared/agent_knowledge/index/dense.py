@@ -64,7 +64,9 @@ on_reset(opened_vectors.clear)
 def searchable(manifest: IndexManifest | None, space: str) -> bool:
     """The generation has vectors in the query's vector space (another model's are not comparable:
     the KB answers lexically until `kb reindex` embeds it again)."""
-    return bool(space) and manifest is not None and manifest.embedding_model_id == space and bool(vector_files(manifest))
+    return (
+        bool(space) and manifest is not None and manifest.embedding_model_id == space and bool(vector_files(manifest))
+    )
 
 
 def dense_hits(

@@ -1,15 +1,15 @@
 """One KB's lexical and dense candidates fused into its ranked documents (docs/retrieval.md, "Search").
 
-Each retriever proposes the KB's `top_k` best documents, each by its best chunk: lexical hits
+Each retriever proposes the KB's FUSION_DEPTH best documents, each by its best chunk: lexical hits
 scored by their share of the query's BM25 weight (`kb_index`), dense hits by the cosine similarity
 of the chunk's embedding to the query's (`dense`). `min_score` is the floor each proposal must reach
 on its own retriever's scale, so a route's threshold keeps its meaning for lexical hits and means
 the same kind of bar — a share in [0, 1] — for dense ones; a dense proposal also needs DENSE_FLOOR
-(nearest neighbours always exist: an off-topic query must not fill the results with them). The survivors are fused by weighted
-min-max (`knowledge/fusion.py`, dense weight 0.6 measured on the development sets); a document's
-fused score is its ranking number, and the chunk shown for it is the one of the retriever that
-contributed more to that score (a lexical chunk when they tie: its matched terms are known; and
-when the vectors are of an older revision than the lexical hit's).
+(nearest neighbours always exist: an off-topic query must not fill the results with them). The
+survivors are fused by weighted min-max (`knowledge/fusion.py`, dense weight 0.6, measured on the
+development sets); a document's fused score is its ranking number, and the chunk shown for it is
+the one of the retriever that contributed more to that score (a lexical chunk when they tie: its
+matched terms are known; and when the vectors are of an older revision than the lexical hit's).
 """
 
 from __future__ import annotations
@@ -19,7 +19,6 @@ from dataclasses import dataclass
 from agent_knowledge.index.kb_index import IndexHit
 from agent_knowledge.index.vectors import VectorHit
 from agent_knowledge.knowledge.fusion import DENSE_WEIGHT, rescaled
-
 
 # Documents each retriever proposes per KB before fusion (the development sets were measured so).
 FUSION_DEPTH = 30
@@ -67,7 +66,9 @@ def fuse(
         # of an older revision than the index's (the new one's not embedded yet) would fail
         # validation: the lexical chunk is shown then.
         stale_vectors = lexical_hit is not None and dense_hit is not None and dense_hit.revision != lexical_hit.revision
-        shown_lexical = lexical_hit if lexical_hit is not None and (lexical_part >= dense_part or stale_vectors) else None
+        shown_lexical = (
+            lexical_hit if lexical_hit is not None and (lexical_part >= dense_part or stale_vectors) else None
+        )
         shown_dense = dense_hit if shown_lexical is None else None
         fused.append(FusedDocument(doc_id, lexical_part + dense_part, shown_lexical, shown_dense))
     fused.sort(key=lambda document: document.score, reverse=True)  # stable: lexical order on ties

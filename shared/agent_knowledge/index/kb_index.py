@@ -185,6 +185,14 @@ class KbIndex:
             located[segment_id] = located.get(segment_id, 0) + 1
         return located
 
+    def chunk(self, doc_id: str, chunk_index: int) -> IndexedChunk | None:
+        """One stored chunk of the document (a dense hit's text), or None if the index lacks it."""
+        for address in self._addresses(doc_id):
+            stored = self._searcher.doc(address)
+            if int(stored.get_first(fields.CHUNK_INDEX) or 0) == chunk_index:
+                return stored_chunk(stored)
+        return None
+
     def stored_chunks(self, doc_id: str) -> list[IndexedChunk]:
         """Every chunk of the document stored in this index, in chunk order (a rebuild reuses them
         instead of reading the document's body again)."""

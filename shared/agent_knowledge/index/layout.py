@@ -15,22 +15,17 @@ the race never overwrites the winner's.
 
 from __future__ import annotations
 
-import functools
 import hashlib
 import json
 import re
 import uuid
-from importlib import metadata
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, ValidationError
 
 from agent_knowledge.errors import IndexUnavailable
-from agent_knowledge.index.schema import SCHEMA_VERSION
+from agent_knowledge.index.versions import FORMAT_VERSION, SCHEMA_VERSION, tantivy_version, versions_of
 
-# Version of this manifest format (the keys below), independent of tantivy's and the schema's.
-# 2: `index_bytes`, each file's `role`, kind `compaction`.
-FORMAT_VERSION = 2
 # How many generations the KB record keeps (the newest and the ones a reader or writer may fall
 # back to); files referenced by none of them are deleted.
 KEEP_GENERATIONS = 3
@@ -49,13 +44,6 @@ class IndexCorrupt(IndexUnavailable):
 
 class IndexIncompatible(IndexUnavailable):
     """The generation was written in a format, schema or tantivy version this code cannot read."""
-
-
-@functools.cache
-def tantivy_version() -> str:
-    """The tantivy (tantivy-py) version installed with this code; the one pin is in pyproject.toml
-    and shared/requirements.txt (tests/unit/test_index_layout.py checks they agree)."""
-    return metadata.version("tantivy")
 
 
 class IndexFile(BaseModel):
@@ -85,7 +73,11 @@ class IndexManifest(BaseModel):
     files: dict[FileName, IndexFile]
     # tantivy's meta.json, written as is into the directory the generation is opened from.
     meta: dict[str, Any]
-    kind: Literal["rebuild", "update", "compaction"] = "update"
+    kind: Literal["rebuild", "update", "compaction", "vectors"] = "update"
+    # Hybrid retrieval (index/vector_generation.py): the vector space of the generation's vector
+    # files (role `vectors`; "" if it has none), and the documents whose chunks have no vectors yet.
+    embedding_model_id: str = ""
+    unembedded: list[str] = Field(default_factory=list)
 
     @property
     def total_bytes(self) -> int:
@@ -122,7 +114,7 @@ def parse_manifest(data: bytes, kb_id: str) -> IndexManifest:
         raise IndexCorrupt("index manifest is not JSON") from exc
     if not isinstance(raw, dict):
         raise IndexCorrupt("index manifest is not an object")
-    versions = (raw.get("format_version"), raw.get("schema_version"), raw.get("tantivy_version"))
+    versions = versions_of(raw)
     if versions != (FORMAT_VERSION, SCHEMA_VERSION, tantivy_version()):
         raise IndexIncompatible(f"index written as format/schema/tantivy {versions}")
     try:
@@ -133,7 +125,8 @@ def parse_manifest(data: bytes, kb_id: str) -> IndexManifest:
         raise IndexCorrupt("index manifest belongs to another knowledge base")
     if manifest.index_bytes != sum(entry.size for entry in manifest.files.values()):
         raise IndexCorrupt("index manifest's size is not the sum of its files")
-    if set(segment_files(manifest.meta, manifest.files)) != set(manifest.files):
+    tantivy_files = {name for name, entry in manifest.files.items() if entry.role == "tantivy"}
+    if set(segment_files(manifest.meta, tantivy_files)) != tantivy_files:
         raise IndexCorrupt("index manifest files do not match its segments")
     return manifest
 

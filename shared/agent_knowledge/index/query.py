@@ -1,16 +1,25 @@
-"""The query API: search every enabled source KB of a scope, validate hits, group by document."""
+"""The query API: search every enabled source KB of a scope, validate hits, group by document.
+
+A KB whose served generation has vectors in the query's vector space is searched both ways and its
+candidates fused (`index/hybrid.py`); any other KB (lexical-only stack, vectors not there yet,
+another model) answers lexically as before. Dense hits are validated exactly like lexical ones.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Literal, Protocol
 
+from agent_knowledge.embedding.base import Embedder
 from agent_knowledge.errors import KnowledgeError
 from agent_knowledge.identity.scope import Scope
 from agent_knowledge.index.analyzer import query_tokens
-from agent_knowledge.index.kb_index import AnalyzedQuery, IndexHit
+from agent_knowledge.index.dense import QueryVector, dense_hits, searchable
+from agent_knowledge.index.hybrid import FUSION_DEPTH, fuse
+from agent_knowledge.index.kb_index import AnalyzedQuery, IndexHit, KbIndex
 from agent_knowledge.index.layout import IndexUnavailable
-from agent_knowledge.index.reader_cache import IndexCache, IndexObjects, index_cache
+from agent_knowledge.index.reader_cache import IndexCache, IndexObjects, ServedIndex, index_cache
 from agent_knowledge.records import DocumentRecord, KnowledgeConfig
 from agent_knowledge.repositories.bodies import BodyMissing
 from agent_knowledge.runtime.observability import logger
@@ -26,7 +35,9 @@ class DocumentRecords(Protocol):
 class RetrievedDocument:
     kb_id: str
     document: DocumentRecord  # the current, validated metadata record
-    score: float  # BM25 divided by the query's attainable BM25 in that KB: comparable across KBs
+    # Lexical: BM25 divided by the query's attainable BM25 in that KB (comparable across KBs).
+    # Hybrid: the fused score in [0, 1] (`index/hybrid.py`). A ranking number either way.
+    score: float
     chunk_index: int
     chunk_text: str  # exact text of the best validated chunk of this document
     matched_terms: tuple[str, ...]  # substrings of chunk_text that matched query terms
@@ -44,9 +55,29 @@ class RetrievalResult:
 
 
 @dataclass(frozen=True)
+class _FusedHit:
+    """A fused document's chunk: what validation checks, and its text read only if it is returned."""
+
+    doc_id: str
+    revision: str
+    chunk_index: int
+    digest: str
+    score: float
+    read_text: Callable[[], str | None]
+
+    @property
+    def text(self) -> str | None:
+        return self.read_text()
+
+
+@dataclass(frozen=True)
 class _Candidate:
     kb_id: str
-    hit: IndexHit
+    hit: IndexHit | _FusedHit
+
+
+# `retrieve`'s default: the container's configured embedder (EMBEDDING_PROVIDER).
+CONFIGURED: Literal["configured"] = "configured"
 
 
 def _source_limits(config: KnowledgeConfig, kb_id: str) -> tuple[int, float]:
@@ -78,11 +109,19 @@ def retrieve(
     query: str,
     max_docs: int,
     cache: IndexCache = index_cache,
+    embedder: Embedder | None | Literal["configured"] = CONFIGURED,
 ) -> RetrievalResult:
     """Search the scope's enabled KBs (`bodies` holds their index files), validate the hits against
-    the current records in `documents`."""
+    the current records in `documents`. `embedder` embeds the query for KBs with vectors (None:
+    lexical only)."""
+    if embedder == CONFIGURED:
+        from agent_knowledge.embedding.factory import configured_embedder
+
+        embedder = configured_embedder()
+    assert embedder != CONFIGURED
     tokens = query_tokens(query)
     analyzed = AnalyzedQuery.of(tokens)
+    query_vector = QueryVector(embedder, query, start_now=_is_remote(embedder))
     config = scope.config
     kb_ids = scope.enabled_kb_ids()
     answered: list[str] = []
@@ -93,7 +132,7 @@ def retrieve(
         top_k, min_score = _source_limits(config, kb_id)
         try:
             served = cache.serve(bodies, scope.knowledge_bases[kb_id])
-            hits = served.index.best_per_document(analyzed, top_k) if served is not None else []
+            hits = _kb_candidates(served, analyzed, query_vector, top_k, min_score) if served is not None else []
         except (KnowledgeError, IndexUnavailable, BodyMissing, OSError, ValueError) as exc:
             logger.warning("knowledge source failed", extra={"kb_id": kb_id, "error": type(exc).__name__})
             failed.append(kb_id)
@@ -101,7 +140,7 @@ def retrieve(
         answered.append(kb_id)
         if served is not None and served.stale:
             degraded.append(kb_id)
-        candidates.extend(_Candidate(kb_id, hit) for hit in hits if hit.score >= min_score)
+        candidates.extend(_Candidate(kb_id, hit) for hit in hits)
     candidates.sort(key=lambda candidate: candidate.hit.score, reverse=True)
     candidates = candidates[: config.top_k]
     if not candidates:
@@ -128,10 +167,75 @@ def retrieve(
         if key in seen or len(found) >= max_docs:
             continue
         assert record is not None
-        seen.add(key)
         hit = candidate.hit
         text = hit.text
+        if text is None:  # a dense row whose chunk the served index no longer holds
+            stale += 1
+            continue
+        seen.add(key)
         found.append(
             RetrievedDocument(candidate.kb_id, record, hit.score, hit.chunk_index, text, analyzed.matched_terms(text))
         )
     return RetrievalResult(found, answered, failed, stale, degraded)
+
+
+def _is_remote(embedder: Embedder | None) -> bool:
+    from agent_knowledge.embedding.factory import is_remote
+
+    return is_remote(embedder)
+
+
+def _kb_candidates(
+    served: ServedIndex, analyzed: AnalyzedQuery, query_vector: QueryVector, top_k: int, min_score: float
+) -> list[IndexHit] | list[_FusedHit]:
+    """The KB's `top_k` best documents: fused if its generation has vectors of the query's space."""
+    vector = query_vector.get() if searchable(served.manifest, query_vector.space) else None
+    if vector is None or served.manifest is None or served.directory is None:
+        return [hit for hit in served.index.best_per_document(analyzed, top_k) if hit.score >= min_score]
+    # Both retrievers propose FUSION_DEPTH documents (min-max rescaling over a deeper list is what
+    # the development sets measured), and the KB keeps its top_k fused ones.
+    depth = max(top_k, FUSION_DEPTH)
+    lexical = served.index.best_per_document(analyzed, depth)
+    dense = dense_hits(served.manifest, served.directory, vector, depth, lambda doc_id: _revision(served.index, doc_id))
+    fused: list[_FusedHit] = []
+    for document in fuse(lexical, dense, top_k, min_score):
+        if document.lexical is not None:
+            shown = document.lexical
+            fused.append(
+                _FusedHit(
+                    shown.doc_id, shown.revision, shown.chunk_index, shown.digest, document.score, shown_text(shown)
+                )
+            )
+        elif document.dense is not None:
+            row = document.dense
+            fused.append(
+                _FusedHit(
+                    row.doc_id, row.revision, row.chunk_index, row.chunk_digest, document.score,
+                    _indexed_text(served.index, row.doc_id, row.revision, row.chunk_index, row.chunk_digest),
+                )
+            )  # fmt: skip
+    return fused
+
+
+def _revision(index: KbIndex, doc_id: str) -> str | None:
+    first = index.chunk(doc_id, 0)
+    return first.revision if first is not None else None
+
+
+def shown_text(hit: IndexHit) -> Callable[[], str | None]:
+    return lambda: hit.text
+
+
+def _indexed_text(
+    index: KbIndex, doc_id: str, revision: str, chunk_index: int, digest: str
+) -> Callable[[], str | None]:
+    """The text of a dense hit's chunk, from the tantivy index it was embedded from: None unless the
+    index holds exactly that chunk (same revision and digest), so a summary is always real chunk text."""
+
+    def read() -> str | None:
+        chunk = index.chunk(doc_id, chunk_index)
+        if chunk is None or chunk.revision != revision or chunk.digest != digest:
+            return None
+        return chunk.text
+
+    return read

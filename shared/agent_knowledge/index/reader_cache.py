@@ -86,6 +86,13 @@ class ServedIndex:
 
     index: KbIndex
     stale: bool
+    # The generation's manifest and the directory its files are in (vector files: `index/dense`).
+    manifest: IndexManifest | None = None
+    directory: str | None = None
+
+
+def _served(entry: _Entry, stale: bool) -> ServedIndex:
+    return ServedIndex(entry.index, stale=stale, manifest=entry.manifest, directory=entry.directory)
 
 
 @dataclass(frozen=True)
@@ -128,11 +135,11 @@ class IndexCache:
         newest = kb.index_manifests[0]
         entry = self._entries.get(kb.kb_id)
         if entry is not None and entry.manifest_key == newest:
-            return ServedIndex(entry.index, stale=False)
+            return _served(entry, stale=False)
         with self._kb_lock(kb.kb_id):
             entry = self._entries.get(kb.kb_id)
             if entry is not None and entry.manifest_key == newest:
-                return ServedIndex(entry.index, stale=False)
+                return _served(entry, stale=False)
             failed = self._failed.get(kb.kb_id)
             recently_failed = (
                 failed is not None and failed[0] == newest and time.monotonic() - failed[1] < RETRY_SECONDS
@@ -140,9 +147,9 @@ class IndexCache:
             if recently_failed:
                 if entry is None:
                     raise IndexUnavailable("the knowledge base's index cannot be loaded; retrying shortly")
-                return ServedIndex(entry.index, stale=True)
+                return _served(entry, stale=True)
             served = self._sync(bodies, kb, entry)
-            return ServedIndex(served.index, stale=served.manifest_key != newest)
+            return _served(served, stale=served.manifest_key != newest)
 
     def _sync(self, bodies: IndexObjects, kb: KnowledgeBaseRecord, entry: _Entry | None) -> _Entry:
         newest = kb.index_manifests[0]

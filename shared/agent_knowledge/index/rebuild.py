@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from agent_knowledge.embedding.factory import configured_vector_space
 from agent_knowledge.errors import KnowledgeBaseMissing, KnowledgeUnavailable
 from agent_knowledge.index import writer as index_writer
 from agent_knowledge.index.builder import IndexedChunk, write_index
@@ -28,6 +29,7 @@ from agent_knowledge.index.kb_index import KbIndex
 from agent_knowledge.index.layout import IndexUnavailable
 from agent_knowledge.index.local_files import LocalFiles, LocalStorageFailed, local_files
 from agent_knowledge.index.reader_cache import open_generation
+from agent_knowledge.index.vector_generation import carry_vectors_into_rebuild
 from agent_knowledge.records import DocumentRecord, KnowledgeBaseRecord
 from agent_knowledge.repositories.bundle import Repositories
 from agent_knowledge.runtime.observability import logger
@@ -77,6 +79,8 @@ def rebuild_kb_index(
         load = chunk_loader(repositories.bodies, sources)
         records = _ready_records(repositories, kb_id)
         indexed: dict[str, str] = {}  # doc_id → revision of what the built index holds
+        previous_manifest = index_writer.manifests.get(repositories.bodies, kb_id, previous[2]) if previous else None
+        vector_space = configured_vector_space()
 
         def chunks() -> Iterator[IndexedChunk]:
             for record, loaded in load_all([records[doc_id] for doc_id in sorted(records)], load):
@@ -90,6 +94,10 @@ def rebuild_kb_index(
         uploaded: set[str] = set()
         for _ in range(index_writer.MAX_PUBLISH_ATTEMPTS):
             manifest = index_writer.describe(directory, kb_id, kb.generation + 1, len(indexed), None, kind="rebuild")
+            # Every document waits for vectors; the previous generation's of the same model are reused.
+            manifest = carry_vectors_into_rebuild(
+                manifest, previous_manifest, previous[1] if previous else None, directory, indexed, vector_space
+            )
             published = index_writer.publish(repositories, kb, manifest, directory, None, uploaded)
             if published is not None:
                 index_writer.keep_local_copy(files, directory, published)

@@ -20,6 +20,8 @@ import hashlib
 
 import tantivy
 
+from agent_knowledge.index.versions import SCHEMA_VERSION as SCHEMA_VERSION
+
 TEXT = "text"
 UNIGRAMS = "uni"
 DOC_ID = "doc_id"
@@ -29,11 +31,8 @@ CHUNK_INDEX = "chunk_index"
 DIGEST = "digest"
 CHUNK = "chunk"
 
-# Version of the index's contents: this schema, the analyzers below and the tokenization in
-# `agent_knowledge.index.analyzer`. Bump it with any change to them: every manifest records it,
-# readers refuse another version (that source fails, docs/DESIGN.md §10) and the next update of
-# each KB rebuilds its index in full.
-SCHEMA_VERSION = 2  # 2: revision and digest stored only, as bytes
+# Any change to this schema, the analyzers below or the tokenization bumps `SCHEMA_VERSION`
+# (`index/versions.py`, where it lives so that it can be read without loading tantivy).
 
 ANALYZER_NAME = "ak_words"
 UNIGRAM_ANALYZER_NAME = "ak_unigrams"

@@ -42,17 +42,44 @@ def embed_backlog(
     try:
         result = backlog_passes(lambda: embed_unembedded(repositories, kb_id, embedder), budget_seconds, clock)
     except EmbeddingFailed as exc:
-        if exc.transient:
+        if getattr(exc, "transient", False):  # set by every provider (`context_fields`)
             raise
         logger.error("documents not embedded", extra={"kb_id": kb_id, **exc.context(), "reason": str(exc)})
         return None
     if result.remaining_documents:
-        change = f"{kb_id}\nvectors\n{result.generation}".encode()
-        message = IndexMessage(kb_id, (), hashlib.sha256(change).hexdigest())
-        if index_queue.send([message]):
-            raise KnowledgeUnavailable.of("the indexing queue")
+        request_embedding(index_queue, kb_id, result.generation)
         logger.info(
             "embedding continues in the next run",
             extra={"kb_id": kb_id, "generation": result.generation, "unembedded_documents": result.remaining_documents},
         )
     return result
+
+
+def request_embedding(index_queue: IndexQueue, kb_id: str, generation: int) -> None:
+    """Hand the KB to the indexer: its next run embeds what generation `generation` lists as
+    unembedded (a message without documents: nothing is pending, only vectors are due)."""
+    change = f"{kb_id}\nvectors\n{generation}".encode()
+    if index_queue.send([IndexMessage(kb_id, (), hashlib.sha256(change).hexdigest())]):
+        raise KnowledgeUnavailable.of("the indexing queue")
+
+
+def request_embedding_after_rebuild(kb_id: str, generation: int) -> bool:
+    """After an admin rebuild (`kb reindex`, a local bulk load): the indexer embeds the rebuilt
+    documents (reusing the vectors it already has). False, logged, when the stack has no indexing
+    queue or it cannot be reached: the KB's next indexer run embeds them anyway."""
+    from agent_knowledge.embedding.provider_choice import embedding_settings
+    from agent_knowledge.errors import AgentKnowledgeError
+    from agent_knowledge.repositories import aws
+    from agent_knowledge.settings import get_settings
+
+    try:
+        if embedding_settings().provider == "none":
+            return False
+        queue_url = get_settings().index_queue_url
+        if not queue_url:
+            return False
+        request_embedding(IndexQueue(lambda: aws.client("sqs"), queue_url), kb_id, generation)
+    except AgentKnowledgeError as exc:
+        logger.warning("embedding not requested", extra={"kb_id": kb_id, "error": type(exc).__name__})
+        return False
+    return True

@@ -30,7 +30,6 @@ from agent_knowledge.index.builder import IndexedChunk
 from agent_knowledge.index.chunk_loader import left_out, load_all
 from agent_knowledge.index.layout import (
     FILE_CONTENT_TYPE,
-    FORMAT_VERSION,
     KEEP_GENERATIONS,
     MANIFEST_CONTENT_TYPE,
     IndexFile,
@@ -41,11 +40,11 @@ from agent_knowledge.index.layout import (
     prefix,
     segment_files,
     sha256_of_file,
-    tantivy_version,
 )
 from agent_knowledge.index.local_files import LocalFiles
 from agent_knowledge.index.reader_cache import read_manifest
 from agent_knowledge.index.segment_passes import Located, SegmentEditor, edit
+from agent_knowledge.index.versions import FORMAT_VERSION, tantivy_version
 from agent_knowledge.records import DocumentRecord, KnowledgeBaseRecord
 from agent_knowledge.repositories.bodies import BodyMissing, BodyStore
 from agent_knowledge.repositories.bundle import Repositories

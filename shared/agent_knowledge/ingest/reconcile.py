@@ -22,6 +22,7 @@ record: the ingest does, through the same idempotent path as every event.
 from __future__ import annotations
 
 import hashlib
+import json
 import time
 from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
@@ -30,11 +31,11 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 
-from agent_knowledge.errors import ConfigurationError, IndexUnavailable, KnowledgeError, KnowledgeUnavailable
-from agent_knowledge.index.layout import IndexIncompatible
-from agent_knowledge.index.reader_cache import read_manifest
+from agent_knowledge.errors import ConfigurationError, KnowledgeError, KnowledgeUnavailable
+from agent_knowledge.index.versions import current_versions, versions_of
 from agent_knowledge.ingest.source_events import reconcile_notification
 from agent_knowledge.ingest.status import GRACE_SECONDS, iso_utc, source_key_of
+from agent_knowledge.repositories.bodies import BodyMissing
 from agent_knowledge.repositories.documents import DocumentState
 from agent_knowledge.repositories.queues import IndexMessage, SourceQueue
 from agent_knowledge.repositories.sources import ListedObject
@@ -173,17 +174,15 @@ def reconcile_kb(deps: PipelineDependencies, kb_id: str, *, grace: float = GRACE
 def _index_written_by_another_version(deps: PipelineDependencies, kb_id: str) -> bool:
     """Whether the KB's current index generation was written in another index format, schema or
     tantivy version (an upgrade changed it): searches cannot read it until it is rebuilt. One small
-    GET of the current manifest per KB and run."""
+    GET of the current manifest per KB and run; the search engine is not loaded for it."""
     kb = deps.repositories.knowledge_bases.get(kb_id)
     if kb is None or kb.generation <= 0 or not kb.index_manifests:
         return False
     try:
-        read_manifest(deps.repositories.bodies, kb_id, kb.index_manifests[0])
-    except IndexIncompatible:
-        return True
-    except (IndexUnavailable, KnowledgeError):
-        return False  # corrupt, missing or unreachable: the indexer rebuilds it on its next change
-    return False
+        manifest = json.loads(deps.repositories.bodies.read(kb.index_manifests[0]))
+    except (BodyMissing, KnowledgeError, ValueError):
+        return False  # missing, unreachable or corrupt: the indexer rebuilds it on its next change
+    return isinstance(manifest, dict) and versions_of(manifest) != current_versions()
 
 
 def _source_queue(deps: PipelineDependencies) -> SourceQueue:
