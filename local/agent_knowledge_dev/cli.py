@@ -16,8 +16,10 @@ table too: tests/e2e/test_docs.py checks that every command is documented.
 from __future__ import annotations
 
 import argparse
+import contextlib
+import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 
 from agent_knowledge_dev.arguments import ROOT_PROG, OneLineParser
 from agent_knowledge_dev.commands import Command, documents, invoke, mcp, serve, sessions, tasks, workspace
@@ -75,7 +77,10 @@ def _add_commands(parser: argparse.ArgumentParser, commands: Sequence[Command], 
 def main(argv: Sequence[str] | None = None, commands: Sequence[Command] = COMMANDS) -> int:
     try:
         arguments = build_parser(commands, sys.argv[1:] if argv is None else argv).parse_args(argv)
-        return int(arguments.run(arguments) or 0)
+        if arguments.run.__module__ == "agent_knowledge_dev.commands.serve":
+            return int(arguments.run(arguments) or 0)
+        with _layer_logs_quiet():
+            return int(arguments.run(arguments) or 0)
     except CliError as error:
         print(f"agent-knowledge: {error}", file=sys.stderr)
     except KeyboardInterrupt:
@@ -88,6 +93,25 @@ def main(argv: Sequence[str] | None = None, commands: Sequence[Command] = COMMAN
             raise
         print(f"agent-knowledge: {message}", file=sys.stderr)
     return 1
+
+
+@contextlib.contextmanager
+def _layer_logs_quiet() -> Iterator[None]:
+    """A command that runs the layer's code (kb sync, the direct ingest path) would print its INFO
+    lines, meant for CloudWatch, on stderr: while it runs, the layer's logger (created on first
+    import) logs warnings only, under the CLI's name. The environment is restored afterwards."""
+    wanted = {"POWERTOOLS_LOG_LEVEL": "WARNING", "POWERTOOLS_SERVICE_NAME": "agent-knowledge-cli"}
+    saved = {name: os.environ.get(name) for name in wanted}
+    for name, value in wanted.items():
+        os.environ.setdefault(name, value)
+    try:
+        yield
+    finally:
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
 
 
 def _known_failure(error: Exception) -> str | None:

@@ -214,9 +214,11 @@ class SourceIngest:
             except DocumentRejected as exc:
                 result = self._ingestor.fail(event.kb_id, event.source_key, exc.message, source)
         if result is not None:
+            # A failed document's reason is the DocumentRejected message: never a body or a token.
+            reason = {"reason": result.document.error_reason} if result.outcome == "failed" else {}
             logger.info(
                 "source applied",
-                extra={"kb_id": event.kb_id, "doc_id": result.document.doc_id, "outcome": result.outcome},
+                extra={"kb_id": event.kb_id, "doc_id": result.document.doc_id, "outcome": result.outcome, **reason},
             )
         return Applied(event, result)
 
