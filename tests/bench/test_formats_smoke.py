@@ -38,7 +38,8 @@ def test_the_formats_benchmark_measures_every_file(tmp_path, monkeypatch):
     assert set(formats) == {"PDF", "DOCX", "PPTX"} and formats["PDF"]["files"] == 1
     assert all(figures["cpu_ms_per_page"] > 0 and figures["documents_per_second"] > 0 for figures in formats.values())
     (manual,) = result["large_manuals"]
-    assert manual["name"] == "manuals/heron.pdf" and 0 < manual["budget_share"] < 1
+    # A 12-page PDF takes a few milliseconds: its share of the 10 s budget may round to 0.0.
+    assert manual["name"] == "manuals/heron.pdf" and 0 <= manual["budget_share"] < 1
     largest = result["fifty_megabytes"]["largest_accepted"]  # measured in a child process
     assert largest["name"] == max(files.values(), key=lambda item: item["bytes"])["name"]
     assert largest["rss_peak_mib"] >= largest["rss_baseline_mib"] > 0

@@ -88,12 +88,17 @@ def test_search_and_read_whole_documents_through_mcp(local_api: ServedApi) -> No
     assert archive_pages[-1]["total_content_bytes"] == len(ARCHIVE.encode("utf-8"))
 
 
+def _note_ref(hints: list[dict[str, Any]]) -> str:
+    """The reference of the note's hint (hybrid search may rank a semantically close one first)."""
+    return next(hint["ref"] for hint in hints if hint["title"] == "Ephemeral note")
+
+
 def test_changed_and_forged_references_are_tool_errors(local_api: ServedApi) -> None:
     seen: dict[str, Any] = {}
 
     async def body(session: ClientSession) -> None:
         found = await session.call_tool("knowledge_search", {"query": "marmoset key"})
-        ref = found.structured_content["hints"][0]["ref"]
+        ref = _note_ref(found.structured_content["hints"])
         forged = ref[:-4] + ("AAAA" if not ref.endswith("AAAA") else "BBBB")
         seen["forged"] = await session.call_tool("knowledge_read", {"ref": forged})
         # An operator edits the document: the reference's revision is gone.
@@ -102,7 +107,7 @@ def test_changed_and_forged_references_are_tool_errors(local_api: ServedApi) -> 
         seen["changed"] = await session.call_tool("knowledge_read", {"ref": ref})
         # As the error says: search again, then read the new reference.
         again = await session.call_tool("knowledge_search", {"query": "marmoset key"})
-        new_ref = again.structured_content["hints"][0]["ref"]
+        new_ref = _note_ref(again.structured_content["hints"])
         seen["new_page"] = await session.call_tool("knowledge_read", {"ref": new_ref})
 
     run_session(local_api.base_url, DEMO_ROUTE, body, token=DEMO_TOKEN)

@@ -599,7 +599,8 @@ def test_objects_put_straight_into_the_bucket_with_their_events_lost_are_ready_a
         s3.put_object(Bucket=_sources_bucket(), Key="lost/broken.txt", Body="café".encode("latin-1"))
     before = run("kb", "status", "lost").json()
     assert (before["objects"], before["ready"], before["pending"]) == (6, 0, 6) and _adds_up(before)
-    assert before["dead_lettered"] == 0 and before["last_sync"] is None
+    # (The scheduled reconcile may have run meanwhile: it leaves objects this young to their events.)
+    assert before["dead_lettered"] == 0
     assert {entry["status"] for entry in run("doc", "list", "lost").json()} == {"pending"}
 
     synced = run("kb", "sync", "lost", "--wait", "--timeout", "120")
