@@ -117,7 +117,10 @@ def test_route_min_score_applies_to_each_retrievers_own_scale(stack, ingestor, e
     assert "Password recovery" not in titles(search(stack, ["kb"], PARAPHRASE, min_score=cosine + 0.02))
 
 
-def test_dense_hits_of_a_replaced_revision_are_never_returned(stack, ingestor, embedder):
+def test_dense_hits_of_a_replaced_revision_are_never_returned(stack, ingestor, embedder, monkeypatch):
+    from agent_knowledge.index import dense
+
+    monkeypatch.setattr(dense, "MAX_UNEMBEDDED_SHARE", 1.0)  # fused even with a document waiting
     embed_unembedded(stack.repositories, "kb", embedder)
     ingestor.put("kb", "password.md", "Gardening", "# Gardening\n\nWater tomatoes early in the morning.")
     # The update is published lexically; its vectors are not there yet: the old revision's rows
@@ -237,3 +240,22 @@ def test_vectors_round_trip_through_the_reader_cache(stack, ingestor, embedder):
     with open(f"{served.directory}/{name}", "rb") as source:
         opened = VectorFile(source.read())
     assert opened.rows == len(DOCS) and np.isclose(np.linalg.norm(opened.vectors()[0]), 1.0, atol=0.02)
+
+
+def test_a_kb_mostly_waiting_for_vectors_is_searched_lexically():
+    # Fusing a KB whose vectors cover few of its documents would rank those few first whatever the
+    # words say: until nearly all are embedded, the KB answers lexically.
+    from agent_knowledge.index.dense import MAX_UNEMBEDDED_SHARE, searchable
+    from agent_knowledge.index.layout import IndexFile, IndexManifest
+    from agent_knowledge.index.vector_generation import VECTOR_ROLE
+
+    vectors = IndexFile.model_construct(sha256="0" * 64, size=1, role=VECTOR_ROLE)
+
+    def manifest(unembedded: int) -> IndexManifest:
+        return IndexManifest.model_construct(
+            embedding_model_id="space", documents=100, unembedded=[f"d{n}" for n in range(unembedded)],
+            files={"a" * 32 + ".vectors": vectors},
+        )  # fmt: skip
+
+    allowed = int(MAX_UNEMBEDDED_SHARE * 100)
+    assert [searchable(manifest(n), "space") for n in (0, allowed, allowed + 1, 100)] == [True, True, False, False]
