@@ -95,13 +95,14 @@ def test_incremental_updates_give_what_a_full_rebuild_of_the_final_state_gives(s
     queries = ["alpha bravo", "charlie", "配置模板", "锁", "hotel echo golf"]
     # Every matching document (six keys at most), not the top three: BM25 statistics still count
     # deleted chunks until their segment merges, so near-tied scores may order differently.
-    found = {query: sorted(search_titles(stack, [kb_id], query, max_docs=6)) for query in queries}
+    # Lexical: this is about the segments (the vectors' own equivalence: test_hybrid_search.py).
+    found = {query: sorted(search_titles(stack, [kb_id], query, 6, embedder=None)) for query in queries}
     manifest = newest_manifest(stack, kb_id)
 
     rebuild_kb_index(stack.repositories, kb_id)
     rebuilt = live_chunks(stack, kb_id, cache)
     assert incremental == rebuilt
-    assert {query: sorted(search_titles(stack, [kb_id], query, max_docs=6)) for query in queries} == found
+    assert {query: sorted(search_titles(stack, [kb_id], query, 6, embedder=None)) for query in queries} == found
     ready = [record for record in stack.repositories.documents.list(kb_id) if record.status == "ready"]
     assert manifest.chunks == len(rebuilt) == sum(record.chunk_count for record in ready)
     assert manifest.documents == newest_manifest(stack, kb_id).documents == len(ready)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from agent_knowledge.identity.scope import Scope
-from agent_knowledge.index.query import RetrievalResult, retrieve
+from agent_knowledge.index.query import CONFIGURED, RetrievalResult, retrieve
 from agent_knowledge.records import KnowledgeConfig, SourceConfig
 
 
@@ -13,10 +13,11 @@ def scope_of(stack, kb_ids: list[str], **config) -> Scope:
     return Scope(knowledge, stack.repositories.knowledge_bases.get_many([s.kb_id for s in sources]))
 
 
-def search(stack, kb_ids: list, query: str, max_docs: int = 3, **config) -> RetrievalResult:
+def search(stack, kb_ids: list, query: str, max_docs: int = 3, embedder=CONFIGURED, **config) -> RetrievalResult:
+    """`embedder=None`: lexical only, whatever the stack's embedding provider."""
     scope = scope_of(stack, kb_ids, **config)
-    return retrieve(stack.repositories.bodies, stack.repositories.documents, scope, query, max_docs)
+    return retrieve(stack.repositories.bodies, stack.repositories.documents, scope, query, max_docs, embedder=embedder)
 
 
-def search_titles(stack, kb_ids: list, query: str, max_docs: int = 3) -> list[str]:
-    return [hit.document.title for hit in search(stack, kb_ids, query, max_docs).documents]
+def search_titles(stack, kb_ids: list, query: str, max_docs: int = 3, embedder=CONFIGURED) -> list[str]:
+    return [hit.document.title for hit in search(stack, kb_ids, query, max_docs, embedder).documents]

@@ -170,7 +170,14 @@ class LocalFiles:
             }
             downloaded = self._download_all(bodies, sorted(missing.items(), key=lambda item: -item[1][1]))
             for name, entry in manifest.files.items():
-                os.link(self._object(entry.sha256), os.path.join(directory, name))
+                target = os.path.join(directory, name)
+                try:
+                    os.link(self._object(entry.sha256), target)
+                except FileNotFoundError:
+                    # Gone since it was found (seen once in the concurrent-ingest test, cause not
+                    # found): fetched again rather than failing the update.
+                    downloaded += self._download(bodies, manifest.file_key(name), entry.sha256, entry.size)
+                    os.link(self._object(entry.sha256), target)
             with open(os.path.join(directory, "meta.json"), "w", encoding="utf-8") as meta:
                 json.dump(manifest.meta, meta)
         except BaseException as exc:
