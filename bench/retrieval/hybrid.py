@@ -12,10 +12,6 @@ Results in bench/results/hybrid.json and a Markdown table (ratios to tantivy).
 from __future__ import annotations
 
 import argparse
-import json
-import platform
-import subprocess
-import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -28,6 +24,7 @@ from bench.retrieval.dense import DenseStored, embed_cached
 from bench.retrieval.dev_sets import CORPUS_OF, SETS, corpus, queries
 from bench.retrieval.evaluate import chunks_of
 from bench.retrieval.models import CANDIDATES, ranking_scores
+from bench.retrieval.run_report import finish, mrr_cells, new_report, run_sets
 from bench.retrieval.systems import Ours, TantivyDirect
 
 RESULTS = Path(__file__).resolve().parents[1] / "results" / "hybrid.json"
@@ -104,35 +101,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=RESULTS)
     args = parser.parse_args(argv)
     candidate = CANDIDATES[args.model]()
-    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
-    report: dict[str, Any] = {
-        "command": "python -m bench.retrieval.hybrid " + " ".join(argv if argv is not None else sys.argv[1:]),
-        "commit": commit,
-        "python": platform.python_version(),
-        "model": args.model,
-        "loadavg_start": Path("/proc/loadavg").read_text().split()[:3],
-        "sets": {},
-    }
-    systems: dict[str, Any] = {}
-    try:
-        for set_name in args.sets:
-            print(f"{set_name}: running", file=sys.stderr)
-            report["sets"][set_name] = run_set(set_name, args.model, candidate, systems)
-    finally:
-        for system in systems.values():
-            system["ours"].close()
-            system["tantivy"].close()
-    report["loadavg_end"] = Path("/proc/loadavg").read_text().split()[:3]
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(report, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    report = new_report("bench.retrieval.hybrid", argv, model=args.model)
+    run_sets(report, args.sets, lambda set_name, systems: run_set(set_name, args.model, candidate, systems))
     names = ["tantivy", "lexical", "dense", "rrf", *(f"min-max {w}" for w in WEIGHTS)]
-    print("| set | queries | " + " | ".join(names) + " |")
-    print("|---|---:|" + "---:|" * len(names))
-    for set_name, entry in report["sets"].items():
-        cells = [
-            f"{entry['systems'][n]['mrr_at_3']:.3f} ({entry['systems'][n]['ratio_to_tantivy']:.2f}x)" for n in names
-        ]
-        print(f"| {set_name} | {entry['queries']} | " + " | ".join(cells) + " |")
+    rows = [[name, entry["queries"], *mrr_cells(entry, names)] for name, entry in report["sets"].items()]
+    finish(report, args.out, ["set", "queries", *names], "lr" + "r" * len(names), rows)
     return 0
 
 

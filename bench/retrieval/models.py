@@ -11,9 +11,7 @@ bench/results/embedding_models.json and a Markdown table on stdout.
 from __future__ import annotations
 
 import argparse
-import json
 import os
-import platform
 import statistics
 import sys
 import time
@@ -26,6 +24,7 @@ import numpy as np
 from bench.retrieval.dense import DenseExact, embed_cached
 from bench.retrieval.dev_sets import CORPUS_OF, DevQuery, corpus, queries
 from bench.retrieval.evaluate import chunks_of
+from bench.retrieval.run_report import finish, new_report
 
 RESULTS = Path(__file__).resolve().parents[1] / "results" / "embedding_models.json"
 QUALITY_SETS = ("en-questions", "zh-questions", "cross-zh-en", "cross-en-zh")
@@ -157,14 +156,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=RESULTS)
     args = parser.parse_args(argv)
     texts = sized_chunks()
-    report: dict[str, Any] = {
-        "command": "python -m bench.retrieval.models " + " ".join(argv if argv is not None else sys.argv[1:]),
-        "python": platform.python_version(),
-        "omp_num_threads": os.environ.get("OMP_NUM_THREADS", ""),
-        "loadavg_start": Path("/proc/loadavg").read_text().split()[:3],
-        "chunks_timed": len(texts),
-        "models": {},
-    }
+    report = new_report(
+        "bench.retrieval.models",
+        argv,
+        omp_num_threads=os.environ.get("OMP_NUM_THREADS", ""),
+        chunks_timed=len(texts),
+        models={},
+    )
     for key in args.models:
         try:
             candidate = CANDIDATES[key]()
@@ -178,25 +176,23 @@ def main(argv: list[str] | None = None) -> int:
             "cpu": cpu_per_chunk(candidate, texts),
             "quality": quality(candidate, key),
         }
-    report["loadavg_end"] = Path("/proc/loadavg").read_text().split()[:3]
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(report, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
-    print(
-        "| model | package | "
-        + " | ".join(f"{s} MRR@3 / R@3" for s in QUALITY_SETS)
-        + " | CPU ms/chunk alone | batch 16 |"
-    )
-    print("|---|---|" + "---:|" * (len(QUALITY_SETS) + 2))
+    rows: list[list[object]] = []
     for entry in report["models"].values():
-        cells = [
+        cpu = entry["cpu"]
+        quality_cells = [
             f"{entry['quality'][s]['mrr_at_3']:.3f} / {entry['quality'][s]['recall_at_3']:.3f}" for s in QUALITY_SETS
         ]
-        cpu = entry["cpu"]
-        print(
-            f"| {entry['name']} | {entry['package']} | "
-            + " | ".join(cells)
-            + f" | {cpu['cpu_ms_alone_median']:.1f} | {cpu['cpu_ms_batch16_median']:.1f} |"
+        rows.append(
+            [
+                entry["name"],
+                entry["package"],
+                *quality_cells,
+                f"{cpu['cpu_ms_alone_median']:.1f}",
+                f"{cpu['cpu_ms_batch16_median']:.1f}",
+            ]
         )
+    columns = ["model", "package", *(f"{s} MRR@3 / R@3" for s in QUALITY_SETS), "CPU ms/chunk alone", "batch 16"]
+    finish(report, args.out, columns, "ll" + "r" * (len(QUALITY_SETS) + 2), rows)
     return 0
 
 

@@ -19,11 +19,7 @@ from __future__ import annotations
 import argparse
 import hashlib
 import io
-import json
-import platform
 import statistics
-import subprocess
-import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -41,6 +37,7 @@ from bench.retrieval.dense import embed_cached
 from bench.retrieval.dev_sets import CORPUS_OF, corpus, queries
 from bench.retrieval.evaluate import chunks_of
 from bench.retrieval.models import CANDIDATES, ranking_scores
+from bench.retrieval.run_report import finish, mrr_cells, new_report, run_sets
 from bench.retrieval.systems import TOP_DOCS, BenchChunk, Ours, TantivyDirect
 
 RESULTS = Path(__file__).resolve().parents[1] / "results" / "product_hybrid.json"
@@ -138,42 +135,17 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     embedder = LocalEmbedder()
     embedder.embed_query("warm up")  # the weights load once per process (~2 s), not per query
-    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
-    dirty = subprocess.run(["git", "status", "--porcelain"], capture_output=True, text=True).stdout.strip()
-    report: dict[str, Any] = {
-        "command": "python -m bench.retrieval.product_hybrid " + " ".join(argv if argv is not None else sys.argv[1:]),
-        "commit": commit + (" with uncommitted changes" if dirty else ""),
-        "python": platform.python_version(),
-        "model": vector_space(embedder),
-        "loadavg_start": Path("/proc/loadavg").read_text().split()[:3],
-        "sets": {},
-    }
-    systems: dict[str, Any] = {}
-    try:
-        for set_name in args.sets:
-            print(f"{set_name}: running", file=sys.stderr)
-            report["sets"][set_name] = run_set(set_name, embedder, systems)
-    finally:
-        for system in systems.values():
-            system["ours"].close()
-            system["tantivy"].close()
-    report["loadavg_end"] = Path("/proc/loadavg").read_text().split()[:3]
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(report, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    report = new_report("bench.retrieval.product_hybrid", argv, model=vector_space(embedder))
+    run_sets(report, args.sets, lambda set_name, systems: run_set(set_name, embedder, systems))
     names = ["tantivy", "lexical", "dense", "hybrid"]
-    print("| set | queries | " + " | ".join(names) + " | search CPU lexical → hybrid (ms) |")
-    print("|---|---:|" + "---:|" * (len(names) + 1))
+    rows = []
     for set_name, entry in report["sets"].items():
-        cells = [
-            f"{entry['systems'][n]['mrr_at_3']:.3f} ({entry['systems'][n]['ratio_to_tantivy']:.2f}×)" for n in names
-        ]
         cpu = entry["search_cpu_ms_median"]
-        print(
-            f"| {set_name} | {entry['queries']} | "
-            + " | ".join(cells)
-            + f" | {cpu['lexical']:.1f} → {cpu['hybrid']:.1f} |"
+        rows.append(
+            [set_name, entry["queries"], *mrr_cells(entry, names), f"{cpu['lexical']:.1f} → {cpu['hybrid']:.1f}"]
         )
-
+    columns = ["set", "queries", *names, "search CPU lexical → hybrid (ms)"]
+    finish(report, args.out, columns, "lr" + "r" * (len(names) + 1), rows)
     return 0
 
 

@@ -280,8 +280,9 @@ class ConfigurationError(AgentKnowledgeError):
 
 class EmbeddingFailed(AgentKnowledgeError):
     """An embedding provider returned no vectors: after throttling and transient errors were retried
-    with back-off (`transient=True`: the document fails with this reason and the pipeline retries it
-    later), or at once for an error no retry can fix (`transient=False`: access denied, bad input)."""
+    with back-off (`transient=True`), or at once for an error no retry can fix (`transient=False`:
+    access denied, bad input). Either way the documents stay in their generation's `unembedded`
+    list, searchable lexically, and a later indexer run embeds them (index/vector_generation.py)."""
 
     default_message = "embedding failed"
     context_fields = ("provider", "model_id", "error_code", "transient")

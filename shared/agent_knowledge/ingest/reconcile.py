@@ -34,8 +34,7 @@ from pydantic import BaseModel, ConfigDict
 from agent_knowledge.errors import ConfigurationError, KnowledgeError, KnowledgeUnavailable
 from agent_knowledge.index.versions import current_versions, versions_of
 from agent_knowledge.ingest.source_events import reconcile_notification
-from agent_knowledge.ingest.status import GRACE_SECONDS, iso_utc, source_key_of
-from agent_knowledge.repositories.bodies import BodyMissing
+from agent_knowledge.ingest.status import GRACE_SECONDS, current_manifest, iso_utc, source_key_of
 from agent_knowledge.repositories.documents import DocumentState
 from agent_knowledge.repositories.queues import IndexMessage, SourceQueue
 from agent_knowledge.repositories.sources import ListedObject
@@ -174,14 +173,14 @@ def reconcile_kb(deps: PipelineDependencies, kb_id: str, *, grace: float = GRACE
 def _index_written_by_another_version(deps: PipelineDependencies, kb_id: str) -> bool:
     """Whether the KB's current index generation was written in another index format, schema or
     tantivy version (an upgrade changed it): searches cannot read it until it is rebuilt. One small
-    GET of the current manifest per KB and run; the search engine is not loaded for it."""
+    GET of the current manifest per KB and run; the search engine is not loaded for it. A manifest
+    missing, unreachable or corrupt is left to the indexer, which rebuilds it on its next change."""
     kb = deps.repositories.knowledge_bases.get(kb_id)
-    if kb is None or kb.generation <= 0 or not kb.index_manifests:
-        return False
+    data = None if kb is None else current_manifest(deps.repositories, kb)
     try:
-        manifest = json.loads(deps.repositories.bodies.read(kb.index_manifests[0]))
-    except (BodyMissing, KnowledgeError, ValueError):
-        return False  # missing, unreachable or corrupt: the indexer rebuilds it on its next change
+        manifest = json.loads(data) if data is not None else None
+    except ValueError:
+        return False
     return isinstance(manifest, dict) and versions_of(manifest) != current_versions()
 
 

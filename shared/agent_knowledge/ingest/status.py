@@ -264,13 +264,20 @@ def _knowledge_base(repositories: Repositories, kb_id: str) -> KnowledgeBaseReco
     return kb
 
 
-def _index_bytes(repositories: Repositories, kb: KnowledgeBaseRecord) -> int | None:
+def current_manifest(repositories: Repositories, kb: KnowledgeBaseRecord) -> bytes | None:
+    """The KB's current index manifest as stored (read without loading the search engine); None
+    if the KB has no index yet or the manifest cannot be read now."""
     if kb.generation <= 0 or not kb.index_manifests:
         return None
     try:
-        return manifest_index_bytes(repositories.bodies.read(kb.index_manifests[0]))
+        return repositories.bodies.read(kb.index_manifests[0])
     except (KnowledgeError, BodyMissing):
         return None
+
+
+def _index_bytes(repositories: Repositories, kb: KnowledgeBaseRecord) -> int | None:
+    data = current_manifest(repositories, kb)
+    return None if data is None else manifest_index_bytes(data)
 
 
 def _listed(sources: SourceObjects | None, kb_id: str) -> list[ListedObject] | None:
