@@ -159,7 +159,9 @@ class OneKnowledgeBase:
         return True
 
 
-class _Documents:
+class Documents:
+    """The document records `update_kb_index` reads, by (kb_id, doc_id)."""
+
     def __init__(self) -> None:
         self.records: dict[tuple[str, str], Any] = {}
 
@@ -341,7 +343,7 @@ def measure(size: int, updates: int, doc_chunks: tuple[int, int], query_count: i
     figure["index_bytes"] = manifest.total_bytes
     figure["index_bytes_per_chunk"] = round(manifest.total_bytes / size, 1)
     figure["segments_after_build"] = len(manifest.meta["segments"])
-    repositories = SimpleNamespace(knowledge_bases=OneKnowledgeBase(kb), documents=_Documents(), bodies=bucket)
+    repositories = SimpleNamespace(knowledge_bases=OneKnowledgeBase(kb), documents=Documents(), bodies=bucket)
     writer_files = LocalFiles(os.path.join(scratch, "writer"))
 
     # Compaction runs inside `update_kb_index` after the update is published: timed apart.

@@ -23,7 +23,7 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
-from bench.segments import OneKnowledgeBase
+from bench.segments import Documents, OneKnowledgeBase
 
 QUERY = "configuration template deploy"
 
@@ -106,14 +106,6 @@ def _moto_store(url: str, bucket: str) -> _CountingStore:
     return _CountingStore(BodyStore(lambda: client, bucket))
 
 
-class _OneRecord:
-    def __init__(self, record: Any) -> None:
-        self.record = record
-
-    def get_whole(self, keys: list[tuple[str, str]]) -> dict[tuple[str, str], Any]:
-        return {key: self.record for key in keys if key == (self.record.kb_id, self.record.doc_id)}
-
-
 def main() -> None:
     import tantivy  # noqa: F401
 
@@ -143,7 +135,9 @@ def main() -> None:
 
         kb = KnowledgeBaseRecord.model_validate_json(Path(sys.argv[4]).read_text(encoding="utf-8"))
         record = DocumentRecord.model_validate_json(Path(sys.argv[6]).read_text(encoding="utf-8"))
-        repositories = SimpleNamespace(knowledge_bases=OneKnowledgeBase(kb), documents=_OneRecord(record), bodies=store)
+        documents = Documents()
+        documents.records[(record.kb_id, record.doc_id)] = record
+        repositories = SimpleNamespace(knowledge_bases=OneKnowledgeBase(kb), documents=documents, bodies=store)
         generation = update_kb_index(repositories, kb.kb_id, [record.doc_id], files=LocalFiles(sys.argv[5]))  # type: ignore[arg-type]
         assert generation > kb.generation
         result["downloaded_bytes"] = store.downloaded_bytes

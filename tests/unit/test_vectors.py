@@ -32,7 +32,7 @@ def rows_for(count: int) -> list[VectorRow]:
 
 @functools.cache
 def real_embeddings() -> tuple[np.ndarray, np.ndarray]:
-    """multilingual-e5-small (the local model) on 240 paragraphs of the Python Language Reference,
+    """The local model (Universal Sentence Encoder Multilingual v3) on 240 paragraphs of the Python Language Reference,
     and 40 of those paragraphs' first sentences as queries."""
     from pydoc_data.topics import topics
 
@@ -111,7 +111,7 @@ def test_every_search_returns_distinct_rows_best_first_and_the_exact_best(count,
 
 def test_recall_at_10_against_exact_cosine_on_real_embeddings():
     documents, queries = real_embeddings()
-    opened = VectorFile(write_vectors("e5", rows_for(len(documents)), documents))
+    opened = VectorFile(write_vectors("local", rows_for(len(documents)), documents))
     exact_top = [set(np.argsort(-(documents @ q))[:10]) for q in queries]
     scanned = [{h.row for h in opened.search(q, 10)} for q in queries]
     # The sign-bit preselection path, forced on this small file: half of the rows rescored.

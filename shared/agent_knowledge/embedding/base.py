@@ -36,9 +36,19 @@ class Embedder(Protocol):
 
 
 def vector_space(embedder: Embedder) -> str:
-    """What an index generation records as its `embedding_model_id`: the model and the number of
-    dimensions (Titan v2 gives 256, 512 or 1024 under one model id; they are not comparable)."""
-    return f"{embedder.model_id}/{embedder.dimensions}"
+    """What an index generation records as its `embedding_model_id` (`space_of`)."""
+    return space_of(embedder.model_id, embedder.dimensions)
+
+
+def space_of(model_id: str, dimensions: int) -> str:
+    """The vector space of a model: its id and the number of dimensions (Titan v2 gives 256, 512 or
+    1024 under one model id; they are not comparable)."""
+    return f"{model_id}/{dimensions}"
+
+
+def is_remote(embedder: Embedder | None) -> bool:
+    """A provider reached over the network: the query's embedding overlaps the index loads."""
+    return bool(getattr(embedder, "remote", False))
 
 
 def normalised(vectors: Vectors) -> Vectors:

@@ -6,7 +6,7 @@ import functools
 from collections.abc import Callable
 from typing import Any
 
-from agent_knowledge.embedding.base import Embedder
+from agent_knowledge.embedding.base import Embedder, space_of
 from agent_knowledge.embedding.provider_choice import EmbeddingSettings, embedding_settings
 from agent_knowledge.errors import ConfigurationError
 from agent_knowledge.runtime.per_container import per_container
@@ -59,10 +59,5 @@ def configured_vector_space() -> str:
     if settings.provider == "local":
         from agent_knowledge.embedding.local import local_model_id
 
-        return f"{local_model_id()}/{settings.resolved_dimensions}"
-    return f"{settings.resolved_model_id}/{settings.resolved_dimensions}"
-
-
-def is_remote(embedder: Embedder | None) -> bool:
-    """A provider reached over the network: the query's embedding overlaps the index loads."""
-    return bool(getattr(embedder, "remote", False))
+        return space_of(local_model_id(), settings.resolved_dimensions)
+    return space_of(settings.resolved_model_id, settings.resolved_dimensions)

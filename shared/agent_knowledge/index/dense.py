@@ -21,8 +21,7 @@ import numpy.typing as npt
 from agent_knowledge.embedding.base import Embedder, vector_space
 from agent_knowledge.errors import EmbeddingFailed
 from agent_knowledge.index.layout import IndexManifest
-from agent_knowledge.index.vector_generation import vector_files
-from agent_knowledge.index.vectors import VectorFile, VectorHit, open_vector_file
+from agent_knowledge.index.vectors import VectorFile, VectorHit, open_vector_file, vector_files
 from agent_knowledge.runtime.observability import logger
 from agent_knowledge.runtime.per_container import on_reset
 

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 from agent_knowledge.index.kb_index import IndexHit
 from agent_knowledge.index.vectors import VectorHit
-from agent_knowledge.knowledge.fusion import DENSE_WEIGHT, rescaled
+from agent_knowledge.knowledge.fusion import DENSE_WEIGHT, weighted_parts
 
 # Documents each retriever proposes per KB before fusion (the development sets were measured so).
 FUSION_DEPTH = 30
@@ -56,11 +56,13 @@ def fuse(
     dense_floor = DENSE_FLOOR if dense_floor is None else dense_floor
     lexical_by_doc = {hit.doc_id: hit for hit in lexical if hit.score >= min_score}
     dense_by_doc = {hit.doc_id: hit for hit in dense if hit.score >= max(min_score, dense_floor)}
-    lexical_parts = {doc: (1.0 - dense_weight) * part for doc, part in _scaled(lexical_by_doc).items()}
-    dense_parts = {doc: dense_weight * part for doc, part in _scaled(dense_by_doc).items()}
+    parts = weighted_parts(
+        [(doc_id, hit.score) for doc_id, hit in lexical_by_doc.items()],
+        [(doc_id, hit.score) for doc_id, hit in dense_by_doc.items()],
+        dense_weight,
+    )
     fused: list[FusedDocument] = []
-    for doc_id in dict.fromkeys([*lexical_by_doc, *dense_by_doc]):
-        lexical_part, dense_part = lexical_parts.get(doc_id, 0.0), dense_parts.get(doc_id, 0.0)
+    for doc_id, (lexical_part, dense_part) in parts.items():
         lexical_hit, dense_hit = lexical_by_doc.get(doc_id), dense_by_doc.get(doc_id)
         # A document missing from one list scores 0 there, so the chunk shown always exists. Vectors
         # of an older revision than the index's (the new one's not embedded yet) would fail
@@ -73,7 +75,3 @@ def fuse(
         fused.append(FusedDocument(doc_id, lexical_part + dense_part, shown_lexical, shown_dense))
     fused.sort(key=lambda document: document.score, reverse=True)  # stable: lexical order on ties
     return fused[:top_k]
-
-
-def _scaled(hits: dict[str, IndexHit] | dict[str, VectorHit]) -> dict[str, float]:
-    return rescaled([(doc_id, hit.score) for doc_id, hit in hits.items()])

@@ -40,12 +40,13 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Protocol
 
 from agent_knowledge.index.layout import IndexCorrupt, IndexManifest, IndexUnavailable
+from agent_knowledge.index.sizing import MARGIN_BYTES
 from agent_knowledge.repositories.bodies import BodyMissing, BodyReplaced, Sink
 
 ROOT = os.path.join(tempfile.gettempdir(), "agent-knowledge-indexes")
 # Free space left beyond a generation's own files before it is downloaded (its meta.json,
 # tantivy's lock files, other KBs' updates, anything else the function writes to /tmp).
-ROOM_MARGIN_BYTES = 16 * 1024 * 1024
+ROOM_MARGIN_BYTES = MARGIN_BYTES
 # Parallel downloads of one generation's files (S3 serves each GET at roughly 50–100 MB/s).
 DOWNLOAD_THREADS = 8
 DOES_NOT_FIT = "the knowledge base index does not fit this container's ephemeral storage"

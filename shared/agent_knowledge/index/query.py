@@ -11,7 +11,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Literal, Protocol
 
-from agent_knowledge.embedding.base import Embedder
+from agent_knowledge.embedding.base import Embedder, is_remote
 from agent_knowledge.errors import KnowledgeError
 from agent_knowledge.identity.scope import Scope
 from agent_knowledge.index.analyzer import query_tokens
@@ -121,7 +121,7 @@ def retrieve(
     assert embedder != CONFIGURED
     tokens = query_tokens(query)
     analyzed = AnalyzedQuery.of(tokens)
-    query_vector = QueryVector(embedder, query, start_now=_is_remote(embedder))
+    query_vector = QueryVector(embedder, query, start_now=is_remote(embedder))
     config = scope.config
     kb_ids = scope.enabled_kb_ids()
     answered: list[str] = []
@@ -179,12 +179,6 @@ def retrieve(
     return RetrievalResult(found, answered, failed, stale, degraded)
 
 
-def _is_remote(embedder: Embedder | None) -> bool:
-    from agent_knowledge.embedding.factory import is_remote
-
-    return is_remote(embedder)
-
-
 def _kb_candidates(
     served: ServedIndex, analyzed: AnalyzedQuery, query_vector: QueryVector, top_k: int, min_score: float
 ) -> list[IndexHit] | list[_FusedHit]:
@@ -203,7 +197,7 @@ def _kb_candidates(
             shown = document.lexical
             fused.append(
                 _FusedHit(
-                    shown.doc_id, shown.revision, shown.chunk_index, shown.digest, document.score, shown_text(shown)
+                    shown.doc_id, shown.revision, shown.chunk_index, shown.digest, document.score, _shown_text(shown)
                 )
             )
         elif document.dense is not None:
@@ -222,7 +216,7 @@ def _revision(index: KbIndex, doc_id: str) -> str | None:
     return first.revision if first is not None else None
 
 
-def shown_text(hit: IndexHit) -> Callable[[], str | None]:
+def _shown_text(hit: IndexHit) -> Callable[[], str | None]:
     return lambda: hit.text
 
 

@@ -12,6 +12,7 @@ built, the documents whose ready revision differs, then tries to publish again.
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import NamedTuple
 
 from agent_knowledge.embedding.factory import configured_vector_space
 from agent_knowledge.errors import KnowledgeBaseMissing, KnowledgeUnavailable
@@ -26,7 +27,7 @@ from agent_knowledge.index.chunk_loader import (
     load_all,
 )
 from agent_knowledge.index.kb_index import KbIndex
-from agent_knowledge.index.layout import IndexUnavailable
+from agent_knowledge.index.layout import IndexManifest, IndexUnavailable
 from agent_knowledge.index.local_files import LocalFiles, LocalStorageFailed, local_files
 from agent_knowledge.index.reader_cache import open_generation
 from agent_knowledge.index.vector_generation import carry_vectors_into_rebuild
@@ -39,18 +40,21 @@ def _ready_records(repositories: Repositories, kb_id: str) -> dict[str, Document
     return {record.doc_id: record for record in repositories.documents.list(kb_id) if record.status == "ready"}
 
 
-def _previous(
-    repositories: Repositories, kb: KnowledgeBaseRecord, files: LocalFiles
-) -> tuple[KbIndex, str, str] | None:
-    """The newest kept generation that loads (its chunks spare reading bodies), if any: the index,
-    its directory, its manifest's key."""
+class _Previous(NamedTuple):
+    kb_index: KbIndex
+    directory: str
+    manifest: IndexManifest
+
+
+def _previous(repositories: Repositories, kb: KnowledgeBaseRecord, files: LocalFiles) -> _Previous | None:
+    """The newest kept generation that loads (its chunks spare reading bodies), if any."""
     for key in kb.index_manifests:
         try:
             manifest = index_writer.manifests.get(repositories.bodies, kb.kb_id, key)
             index, directory, _ = open_generation(
                 files, repositories.bodies, manifest, index_writer.writer_owner(kb.kb_id)
             )
-            return index, directory, key
+            return _Previous(index, directory, manifest)
         except LocalStorageFailed:
             raise  # the new index would not fit either
         except (IndexUnavailable, KnowledgeUnavailable) as exc:
@@ -69,17 +73,16 @@ def rebuild_kb_index(
     if previous is not None:
         try:
             # The new index takes about as much room as the one it replaces, beside it until published.
-            files.ensure_free(index_writer.manifests.get(repositories.bodies, kb_id, previous[2]).index_bytes)
+            files.ensure_free(previous.manifest.index_bytes)
         except BaseException:
-            files.discard(previous[1])
+            files.discard(previous.directory)
             raise
     directory = files.new_directory(f"{kb_id}.rebuild")
     try:
-        sources: list[ChunkSource | None] = [known, PreviousIndex(previous[0]) if previous else None]
+        sources: list[ChunkSource | None] = [known, PreviousIndex(previous.kb_index) if previous else None]
         load = chunk_loader(repositories.bodies, sources)
         records = _ready_records(repositories, kb_id)
         indexed: dict[str, str] = {}  # doc_id → revision of what the built index holds
-        previous_manifest = index_writer.manifests.get(repositories.bodies, kb_id, previous[2]) if previous else None
         vector_space = configured_vector_space()
 
         def chunks() -> Iterator[IndexedChunk]:
@@ -96,7 +99,12 @@ def rebuild_kb_index(
             manifest = index_writer.describe(directory, kb_id, kb.generation + 1, len(indexed), None, kind="rebuild")
             # Every document waits for vectors; the previous generation's of the same model are reused.
             manifest = carry_vectors_into_rebuild(
-                manifest, previous_manifest, previous[1] if previous else None, directory, indexed, vector_space
+                manifest,
+                previous.manifest if previous else None,
+                previous.directory if previous else None,
+                directory,
+                indexed,
+                vector_space,
             )
             published = index_writer.publish(repositories, kb, manifest, directory, None, uploaded)
             if published is not None:
@@ -122,4 +130,4 @@ def rebuild_kb_index(
     finally:
         files.discard(directory)
         if previous is not None:
-            files.discard(previous[1])
+            files.discard(previous.directory)

@@ -20,8 +20,6 @@ import hashlib
 
 import tantivy
 
-from agent_knowledge.index.versions import SCHEMA_VERSION as SCHEMA_VERSION
-
 TEXT = "text"
 UNIGRAMS = "uni"
 DOC_ID = "doc_id"

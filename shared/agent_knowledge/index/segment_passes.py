@@ -46,7 +46,7 @@ def _segment_id(segment: dict[str, Any]) -> str:
     return str(segment["segment_id"]).replace("-", "")
 
 
-def _alive(segment: dict[str, Any]) -> int:
+def alive_chunks(segment: dict[str, Any]) -> int:
     return int(segment["max_doc"]) - int((segment.get("deletes") or {}).get("num_deleted_docs", 0))
 
 
@@ -64,7 +64,7 @@ def segment_sizes(meta: dict[str, Any], file_sizes: Mapping[str, int]) -> list[m
         deletes = segment.get("deletes")
         if deletes:
             size += file_sizes.get(f"{segment_id}.{deletes['opstamp']}.del", 0)
-        sizes.append(merge_policy.SegmentSize(segment_id, int(segment["max_doc"]), _alive(segment), size))
+        sizes.append(merge_policy.SegmentSize(segment_id, int(segment["max_doc"]), alive_chunks(segment), size))
     return sizes
 
 
@@ -113,7 +113,7 @@ class SegmentEditor:
             self.add(chunks)
             return
         shown = [_segment_id(s) for s in self.segments if _segment_id(s) in located]
-        before = sum(_alive(s) for s in self.segments if _segment_id(s) in located)
+        before = sum(alive_chunks(s) for s in self.segments if _segment_id(s) in located)
 
         def work(writer: tantivy.IndexWriter) -> None:
             for doc_id in wanted:
@@ -121,7 +121,7 @@ class SegmentEditor:
             add_chunks(writer, chunks)
 
         self._pass(shown, work)
-        after = sum(_alive(s) for s in self.segments if _segment_id(s) in located)
+        after = sum(alive_chunks(s) for s in self.segments if _segment_id(s) in located)
         if before - after != sum(located.values()):
             self._delete_in(wanted, [_segment_id(s) for s in self.segments if _segment_id(s) not in located])
 
@@ -193,7 +193,7 @@ class SegmentEditor:
         shown = set(segment_ids)
         kept = [s for s in self.segments if _segment_id(s) not in shown]
         # A segment whose every chunk is deleted is dropped (tantivy may keep it listed).
-        self.meta["segments"] = kept + [s for s in result.get("segments", []) if _alive(s) > 0]
+        self.meta["segments"] = kept + [s for s in result.get("segments", []) if alive_chunks(s) > 0]
         self.meta["opstamp"] = max(int(self.meta.get("opstamp", 0)), int(result.get("opstamp", 0)))
         self.passes += 1
 

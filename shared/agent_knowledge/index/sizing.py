@@ -25,7 +25,7 @@ import os
 from dataclasses import dataclass
 
 DEFAULT_EPHEMERAL_STORAGE_MB = 2048  # template.yaml's default for search, turns and the indexer
-# Free space kept beyond a generation's files (local_files.ROOM_MARGIN_BYTES, without importing it).
+# Free space kept beyond a generation's files: the one value of local_files.ROOM_MARGIN_BYTES.
 MARGIN_BYTES = 16 * 1024 * 1024
 MB = 1024 * 1024
 

@@ -17,7 +17,7 @@ import time
 from collections.abc import Callable
 
 from agent_knowledge.embedding.base import Embedder
-from agent_knowledge.errors import EmbeddingFailed, KnowledgeUnavailable
+from agent_knowledge.errors import AgentKnowledgeError, EmbeddingFailed, KnowledgeUnavailable
 from agent_knowledge.index.vector_generation import VectorPass, backlog_passes, embed_unembedded
 from agent_knowledge.repositories.bundle import Repositories
 from agent_knowledge.repositories.queues import IndexMessage, IndexQueue
@@ -68,7 +68,6 @@ def request_embedding_after_rebuild(kb_id: str, generation: int) -> bool:
     documents (reusing the vectors it already has). False, logged, when the stack has no indexing
     queue or it cannot be reached: the KB's next indexer run embeds them anyway."""
     from agent_knowledge.embedding.provider_choice import embedding_settings
-    from agent_knowledge.errors import AgentKnowledgeError
     from agent_knowledge.repositories import aws
     from agent_knowledge.settings import get_settings
 

@@ -38,12 +38,19 @@ from agent_knowledge.index.chunks import IndexedChunk
 from agent_knowledge.index.kb_index import KbIndex
 from agent_knowledge.index.layout import IndexFile, IndexManifest, sha256_of_file
 from agent_knowledge.index.local_files import LocalFiles, local_files
-from agent_knowledge.index.vectors import VectorFile, VectorRow, file_name, open_vector_file, write_vectors
+from agent_knowledge.index.vectors import (
+    VECTOR_ROLE,
+    VectorFile,
+    VectorRow,
+    file_name,
+    open_vector_file,
+    vector_files,
+    write_vectors,
+)
 from agent_knowledge.records import KnowledgeBaseRecord
 from agent_knowledge.repositories.bundle import Repositories
 from agent_knowledge.runtime.observability import logger
 
-VECTOR_ROLE = "vectors"
 # Chunks embedded per generation: a bulk load gets its vectors in generations of this many (about
 # 70 s of the local model's CPU, or ~15 s of Titan calls 8 at a time), so each pass fits the
 # indexer's time and what it uploads stays one modest file.
@@ -58,10 +65,6 @@ ChunkKey = tuple[str, str, int, str]  # doc_id, revision, chunk_index, digest
 
 class ModelMismatch(EmbeddingFailed):
     """The KB's vectors were embedded by another model than the configured one: `kb reindex`."""
-
-
-def vector_files(manifest: IndexManifest) -> dict[str, IndexFile]:
-    return {name: entry for name, entry in manifest.files.items() if entry.role == VECTOR_ROLE}
 
 
 def _with_files(manifest: IndexManifest, files: dict[str, IndexFile], **update: object) -> IndexManifest:
@@ -162,6 +165,7 @@ def embed_unembedded(
     the next generation. EmbeddingFailed leaves the documents unembedded: the next pass tries again.
     Documents embedded before a failure are published first, so a failure loses no finished work."""
     work = _Work()
+    space = vector_space(embedder)
     for _ in range(index_writer.MAX_PUBLISH_ATTEMPTS):
         kb = repositories.knowledge_bases.get(kb_id)
         if kb is None:
@@ -171,7 +175,6 @@ def embed_unembedded(
         base = index_writer.manifests.get(repositories.bodies, kb_id, kb.index_manifests[0])
         if not needs_pass(base):
             return VectorPass(kb_id, kb.generation, 0, 0, 0)
-        space = vector_space(embedder)
         if base.embedding_model_id and base.embedding_model_id != space:
             raise ModelMismatch(
                 f"the index was embedded with {base.embedding_model_id}, the configured model is "
@@ -180,7 +183,7 @@ def embed_unembedded(
             )  # fmt: skip
         directory, _ = files.materialize(repositories.bodies, base, index_writer.writer_owner(kb_id))
         try:
-            outcome = _pass(repositories, kb, base, directory, embedder, max_chunks, work)
+            outcome = _pass(repositories, kb, base, directory, embedder, space, max_chunks, work)
             if outcome is not None:
                 published, result, failure = outcome
                 if published is not None:
@@ -199,6 +202,7 @@ def _pass(
     base: IndexManifest,
     directory: str,
     embedder: Embedder,
+    space: str,
     max_chunks: int,
     work: _Work,
 ) -> tuple[index_writer.Published | None, VectorPass, EmbeddingFailed | None] | None:
@@ -238,15 +242,15 @@ def _pass(
     if embedded:
         rows = [VectorRow(c.doc_id, c.revision, c.chunk_index, c.digest) for c in embedded]
         matrix = np.stack([work.vectors[_key(c)] for c in embedded])
-        files.update(_write(directory, write_vectors(vector_space(embedder), rows, matrix)))
+        files.update(_write(directory, write_vectors(space, rows, matrix)))
     if merging:
-        files.update(_merged(directory, vector_space(embedder), [opened[name] for name in merging], index))
+        files.update(_merged(directory, space, [opened[name] for name in merging], index))
     manifest = _with_files(
         base,
         files,
         generation=kb.generation + 1,
         kind="vectors",
-        embedding_model_id=vector_space(embedder),
+        embedding_model_id=space,
         unembedded=[doc_id for doc_id in base.unembedded if doc_id not in finished_set],
     )
     published = index_writer.publish(repositories, kb, manifest, directory, base, work.uploaded)
@@ -303,10 +307,10 @@ def _merged(directory: str, model_id: str, inputs: list[VectorFile], index: KbIn
     rows: list[VectorRow] = []
     parts: list[npt.NDArray[np.float32]] = []
     for vectors in inputs:
-        keep = [number for number, row in enumerate(vectors.rows_of()) if current(row.doc_id) == row.revision]
-        if keep:
-            rows.extend(vectors.row(number) for number in keep)
-            parts.append(vectors.vectors()[keep])
+        kept = [(number, row) for number, row in enumerate(vectors.rows_of()) if current(row.doc_id) == row.revision]
+        if kept:
+            rows.extend(row for _, row in kept)
+            parts.append(vectors.vectors()[[number for number, _ in kept]])
     if not rows:
         return {}
     return _write(directory, write_vectors(model_id, rows, np.concatenate(parts)))

@@ -33,12 +33,15 @@ import os
 import struct
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import numpy.typing as npt
 
 from agent_knowledge.errors import IndexUnavailable
+
+if TYPE_CHECKING:
+    from agent_knowledge.index.layout import IndexFile, IndexManifest
 
 MAGIC = b"AKVEC\x00\x01\x00"
 FORMAT_VERSION = 1
@@ -49,6 +52,14 @@ EXACT_ROWS = 50_000
 BLOCK_ROWS = 8192
 DIGEST_BYTES = 8
 _ALIGN = 64
+# A vector file's role in a generation's manifest (beside the tantivy files).
+VECTOR_ROLE = "vectors"
+
+
+def vector_files(manifest: IndexManifest) -> dict[str, IndexFile]:
+    """The generation's vector files by name (here, not in `vector_generation`: search needs this
+    and must not import the index writer at cold start)."""
+    return {name: entry for name, entry in manifest.files.items() if entry.role == VECTOR_ROLE}
 
 
 class VectorFileCorrupt(IndexUnavailable):
@@ -123,7 +134,7 @@ def write_vectors(model_id: str, rows: Sequence[VectorRow], vectors: npt.NDArray
         "mean": mean,
         "doc_numbers": doc_numbers,
         "chunk_indexes": chunk_indexes,
-        "digests": digests.reshape(len(rows), DIGEST_BYTES),
+        "digests": digests,
     }
     layout: dict[str, list[Any]] = {}
     offset = 0

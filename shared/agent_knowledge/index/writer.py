@@ -25,7 +25,6 @@ from typing import Any, Literal
 
 from agent_knowledge.errors import KnowledgeError
 from agent_knowledge.index import merge_policy
-from agent_knowledge.index import schema as fields
 from agent_knowledge.index.builder import IndexedChunk
 from agent_knowledge.index.chunk_loader import left_out, load_all
 from agent_knowledge.index.layout import (
@@ -43,8 +42,8 @@ from agent_knowledge.index.layout import (
 )
 from agent_knowledge.index.local_files import LocalFiles
 from agent_knowledge.index.reader_cache import read_manifest
-from agent_knowledge.index.segment_passes import Located, SegmentEditor, edit
-from agent_knowledge.index.versions import FORMAT_VERSION, tantivy_version
+from agent_knowledge.index.segment_passes import Located, SegmentEditor, alive_chunks, edit
+from agent_knowledge.index.versions import FORMAT_VERSION, SCHEMA_VERSION, tantivy_version
 from agent_knowledge.records import DocumentRecord, KnowledgeBaseRecord
 from agent_knowledge.repositories.bodies import BodyMissing, BodyStore
 from agent_knowledge.repositories.bundle import Repositories
@@ -142,13 +141,10 @@ def describe(
         else:
             sha256, size = sha256_of_file(os.path.join(directory, name))
             files[name] = IndexFile(sha256=sha256, size=size)
-    chunks = sum(
-        int(segment["max_doc"]) - int((segment.get("deletes") or {}).get("num_deleted_docs", 0))
-        for segment in meta.get("segments", [])
-    )
+    chunks = sum(alive_chunks(segment) for segment in meta.get("segments", []))
     return IndexManifest(
         format_version=FORMAT_VERSION,
-        schema_version=fields.SCHEMA_VERSION,
+        schema_version=SCHEMA_VERSION,
         tantivy_version=tantivy_version(),
         kb_id=kb_id,
         generation=generation,

@@ -1,6 +1,6 @@
 """Fusion of lexical and dense candidates into one ranking (docs/retrieval.md, "Fusion").
 
-Both functions take each retriever's candidates as (key, score) pairs — a key is whatever
+Both fusions take each retriever's candidates as (key, score) pairs — a key is whatever
 identifies a result (a document, or a (kb_id, doc_id) pair), each key at most once per list — and
 return every key of either list with its fused score, best first (ties: the key met first, lexical
 before dense). Pure functions: no I/O, no state.
@@ -57,16 +57,26 @@ def weighted_min_max(
     dense_weight: float = DENSE_WEIGHT,
 ) -> list[tuple[Key, float]]:
     """Weighted sum of the min-max rescaled scores of both lists."""
+    parts = weighted_parts(lexical, dense, dense_weight)
+    return _ranked({key: lexical_part + dense_part for key, (lexical_part, dense_part) in parts.items()})
+
+
+def weighted_parts(
+    lexical: Sequence[tuple[Key, float]],
+    dense: Sequence[tuple[Key, float]],
+    dense_weight: float = DENSE_WEIGHT,
+) -> dict[Key, tuple[float, float]]:
+    """Each key's two terms of its `weighted_min_max` score, (lexical, dense), keys in the order
+    first met (lexical before dense): a caller that must know which list contributed more uses these."""
     if not 0.0 <= dense_weight <= 1.0:
         raise ValueError(f"dense_weight must lie in [0, 1], not {dense_weight}")
     _distinct(lexical, "lexical")
     _distinct(dense, "dense")
     lexical_scores, dense_scores = rescaled(lexical), rescaled(dense)
-    fused: dict[Key, float] = {}
-    for key in [*lexical_scores, *dense_scores]:
-        if key not in fused:
-            fused[key] = (1.0 - dense_weight) * lexical_scores.get(key, 0.0) + dense_weight * dense_scores.get(key, 0.0)
-    return _ranked(fused)
+    return {
+        key: ((1.0 - dense_weight) * lexical_scores.get(key, 0.0), dense_weight * dense_scores.get(key, 0.0))
+        for key in [*lexical_scores, *dense_scores]
+    }
 
 
 def reciprocal_rank(
