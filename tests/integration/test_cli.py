@@ -620,7 +620,8 @@ def test_objects_put_straight_into_the_bucket_with_their_events_lost_are_ready_a
     }
     assert "not valid UTF-8" in listing["broken.txt"]["reason"]
     after = run("kb", "status", "lost").json()
-    assert after["last_sync"] == result["last_sync"] and _adds_up(after)
+    # The local scheduled reconcile may have run since: last_sync never goes back.
+    assert after["last_sync"] >= result["last_sync"] and _adds_up(after)
     records = list(_repositories().documents.list("lost", with_chunks=False))
     assert sorted(r.status for r in records) == ["failed"] + ["ready"] * 5
 
