@@ -8,7 +8,7 @@ from typing import Any
 
 from agent_knowledge.identity.run_access import authorize_run
 from agent_knowledge.knowledge.read import read_ahead, read_knowledge
-from agent_knowledge.knowledge.search import search_knowledge
+from agent_knowledge.knowledge.search import search_ahead, search_knowledge
 from agent_knowledge.mcp.stateless_server import (
     StatelessServer,
     Tool,
@@ -29,13 +29,12 @@ register_mcp_error_handlers(app)
 
 def knowledge_search(request: ApiRequest, route: str, arguments: dict[str, Any]) -> SearchResponse:
     """What functions/search/app.py does, the tool's arguments being the request body."""
-    body = as_route_body(arguments, SearchRequest)
-    run_id = body.model.run_id if body.model else None
-    workspace = request.open_workspace(route, run_id=run_id)
-    query = body.get()
+    ahead = search_ahead(as_route_body(arguments, SearchRequest))
+    workspace = request.open_workspace(route, run_id=ahead.run_id, after_session=ahead.embed_query)
+    query = ahead.body.get()
     deps = request.deps
     run = authorize_run(deps.repositories, workspace, query.run_id, deps.clock())
-    return search_knowledge(deps, workspace, query.query, query.limit, run).response
+    return search_knowledge(deps, workspace, query.query, query.limit, run, ahead).response
 
 
 def knowledge_read(request: ApiRequest, route: str, arguments: dict[str, Any]) -> ReadResponse:

@@ -12,6 +12,7 @@ the signing key and the opened indexes are already cached by an earlier request.
 
 from __future__ import annotations
 
+import io
 import json
 import threading
 import time
@@ -19,14 +20,18 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import pytest
+from botocore.awsrequest import AWSResponse
 
+from agent_knowledge.embedding.factory import configured_embedder
+from agent_knowledge.index.rebuild import rebuild_kb_index
+from agent_knowledge.index.vector_generation import embed_unembedded
 from agent_knowledge.repositories import aws
 from agent_knowledge_dev.demo import DEMO_KB
 from agent_knowledge_dev.handlers import load_event, with_changes
 from tests.support.knowledge import put_documents
 
 LATENCY_SECONDS = 0.15
-SERVICES = ("dynamodb", "s3", "secretsmanager")
+SERVICES = ("dynamodb", "s3", "secretsmanager", "bedrock-runtime")
 DOCUMENTS = {
     "hr/vacation.md": (
         "Vacation policy",
@@ -211,3 +216,40 @@ def test_aws_calls_and_sequential_depth_per_endpoint(call, measure):
     _, measured["mcp tools/list"] = measure(lambda: call("mcp", load_event("mcp-tools-list")).json())
 
     assert measured == EXPECTED
+
+
+class _TitanAnswer(io.BytesIO):
+    """A raw HTTP body botocore can stream."""
+
+    def stream(self, **_: Any):  # type: ignore[no-untyped-def]
+        while chunk := self.read(65536):
+            yield chunk
+
+
+def _titan_v2(request: Any, **_: Any) -> AWSResponse:
+    """bedrock-runtime InvokeModel's answer for Titan Text Embeddings v2 (its recorded shape)."""
+    dimensions = json.loads(request.body)["dimensions"]
+    payload = json.dumps({"embedding": [1.0] + [0.0] * (dimensions - 1), "inputTextTokenCount": 2}).encode()
+    headers = {"Content-Type": "application/json", "Content-Length": str(len(payload))}
+    return AWSResponse(request.url, 200, headers, _TitanAnswer(payload))
+
+
+def test_a_search_embedding_its_query_with_bedrock_keeps_three_round_trips(demo, call, measure, monkeypatch):
+    """The query's InvokeModel starts once the session is valid and overlaps the scope read and the
+    index loads: one more call, not one more round trip (issue 26). Before, it started after the
+    identity and scope reads and made a 4th."""
+    monkeypatch.setenv("EMBEDDING_PROVIDER", "bedrock")
+    monkeypatch.setenv("EMBEDDING_DIMENSIONS", "256")
+    configured_embedder.reset()
+    bedrock = aws.client("bedrock-runtime")
+    bedrock.meta.events.register_first("before-send", _titan_v2)  # after the fixture's latency
+    try:
+        rebuild_kb_index(demo.repositories, DEMO_KB)  # `kb reindex`: the new model's space
+        embedded = embed_unembedded(demo.repositories, DEMO_KB, configured_embedder())
+        assert embedded.embedded_chunks > 0 and embedded.remaining_documents == 0  # search is hybrid now
+        assert len(_search(call)["hints"]) == 3  # warm
+        _, measured = measure(lambda: _search(call))
+    finally:
+        bedrock.meta.events.unregister("before-send", _titan_v2)
+        configured_embedder.reset()
+    assert measured == (4, 3, {"BatchGetItem": 3, "InvokeModel": 1})

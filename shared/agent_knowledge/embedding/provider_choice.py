@@ -1,6 +1,7 @@
 """Which embedding provider a stack uses, from environment variables read once per container.
 
-EMBEDDING_PROVIDER     local | bedrock | none (lexical only; the default until search fuses)
+EMBEDDING_PROVIDER     local | bedrock | none (lexical only; the default when unset — the template
+                       sets bedrock, `make serve` and the tests local)
 EMBEDDING_MODEL_ID     bedrock: the model id (default Titan Text Embeddings v2); local: must be
                        empty or the bundled model's id
 EMBEDDING_DIMENSIONS   bedrock: 256, 512 or 1024 (Titan v2's choices; default 1024); local: 512

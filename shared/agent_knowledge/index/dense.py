@@ -18,7 +18,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 import numpy as np
 import numpy.typing as npt
 
-from agent_knowledge.embedding.base import Embedder, vector_space
+from agent_knowledge.embedding.base import Embedder, is_remote, vector_space
 from agent_knowledge.errors import EmbeddingFailed
 from agent_knowledge.index.layout import IndexManifest
 from agent_knowledge.index.vectors import VectorFile, VectorHit, open_vector_file, vector_files
@@ -114,18 +114,29 @@ def dense_hits(
 
 class QueryVector:
     """The query's embedding, computed at most once per search. A remote provider (Bedrock) starts
-    at once in a thread, overlapping the index loads; the local model computes on first use, and
-    only if a KB of the scope has vectors. A failed embedding leaves the search lexical (logged)."""
+    in a thread when `start_remote` is called — a search calls it as soon as the caller's session is
+    known valid, so the call overlaps the scope read and the index loads; the local model computes
+    on first use, and only if a KB of the scope has vectors. A failed embedding leaves the search
+    lexical (logged)."""
 
     _pool = ThreadPoolExecutor(max_workers=4, thread_name_prefix="query-embedding")
 
     def __init__(self, embedder: Embedder | None, query: str, start_now: bool = False) -> None:
         self._embedder = embedder if query.strip() else None
-        self._query = query
+        self.query = query
         self._lock = threading.Lock()
         self._future: Future[npt.NDArray[np.float32]] | None = None
-        if self._embedder is not None and start_now:
-            self._future = self._pool.submit(self._embedder.embed_query, query)
+        if start_now:
+            self.start_remote()
+
+    def start_remote(self) -> None:
+        """Start a remote provider's call now, in a thread (once; a local model waits for `get`:
+        its CPU is spent only when a KB has vectors)."""
+        if self._embedder is None or not is_remote(self._embedder):
+            return
+        with self._lock:
+            if self._future is None:
+                self._future = self._pool.submit(self._embedder.embed_query, self.query)
 
     @property
     def space(self) -> str:
@@ -139,7 +150,7 @@ class QueryVector:
             if self._future is None:
                 self._future = Future()
                 try:
-                    self._future.set_result(self._embedder.embed_query(self._query))
+                    self._future.set_result(self._embedder.embed_query(self.query))
                 except Exception as exc:  # kept in the future: every caller sees the same outcome
                     self._future.set_exception(exc)
         try:

@@ -11,7 +11,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Literal, Protocol
 
-from agent_knowledge.embedding.base import Embedder, is_remote
+from agent_knowledge.embedding.base import Embedder
 from agent_knowledge.errors import KnowledgeError
 from agent_knowledge.identity.scope import Scope
 from agent_knowledge.index.analyzer import query_tokens
@@ -80,6 +80,16 @@ class _Candidate:
 CONFIGURED: Literal["configured"] = "configured"
 
 
+def query_vector_for(query: str, embedder: Embedder | None | Literal["configured"] = CONFIGURED) -> QueryVector:
+    """The query's embedding, not started yet (`QueryVector.start_remote` starts a remote call)."""
+    if embedder == CONFIGURED:
+        from agent_knowledge.embedding.factory import configured_embedder
+
+        embedder = configured_embedder()
+    assert embedder != CONFIGURED
+    return QueryVector(embedder, query)
+
+
 def _source_limits(config: KnowledgeConfig, kb_id: str) -> tuple[int, float]:
     for source in config.sources:
         if source.kb_id == kb_id:
@@ -110,18 +120,19 @@ def retrieve(
     max_docs: int,
     cache: IndexCache = index_cache,
     embedder: Embedder | None | Literal["configured"] = CONFIGURED,
+    query_vector: QueryVector | None = None,
 ) -> RetrievalResult:
     """Search the scope's enabled KBs (`bodies` holds their index files), validate the hits against
     the current records in `documents`. `embedder` embeds the query for KBs with vectors (None:
-    lexical only)."""
-    if embedder == CONFIGURED:
-        from agent_knowledge.embedding.factory import configured_embedder
-
-        embedder = configured_embedder()
-    assert embedder != CONFIGURED
+    lexical only); a caller that started the query's embedding earlier (`query_vector_for`, to
+    overlap it with the caller's identity reads) passes it as `query_vector` instead."""
+    if query_vector is None:
+        query_vector = query_vector_for(query, embedder)
+        query_vector.start_remote()
+    elif query_vector.query != query:
+        raise ValueError("the query vector was made for another query")
     tokens = query_tokens(query)
     analyzed = AnalyzedQuery.of(tokens)
-    query_vector = QueryVector(embedder, query, start_now=is_remote(embedder))
     config = scope.config
     kb_ids = scope.enabled_kb_ids()
     answered: list[str] = []

@@ -10,10 +10,11 @@ import time
 from dataclasses import dataclass
 
 from agent_knowledge.identity.caller import Workspace
-from agent_knowledge.index.query import retrieve
+from agent_knowledge.index.dense import QueryVector
+from agent_knowledge.index.query import query_vector_for, retrieve
 from agent_knowledge.knowledge.hints import fit_hints, hint_drafts, search_status
-from agent_knowledge.models import SearchResponse
-from agent_knowledge.records import RunRecord
+from agent_knowledge.models import ParsedBody, SearchRequest, SearchResponse
+from agent_knowledge.records import DocumentRecord, RunRecord, SessionRecord
 from agent_knowledge.runtime.container import Dependencies
 from agent_knowledge.runtime.observability import metrics
 
@@ -25,12 +26,39 @@ class SearchOutcome:
     stale_hits_dropped: int
 
 
+@dataclass
+class SearchAhead:
+    """What a search starts while the caller's identity is read: the query's embedding. Once the
+    session is known valid (`embed_query`, called by `open_workspace` before its second round trip)
+    a remote provider's call (Bedrock) starts, so it overlaps the scope read and the index loads
+    and the search stays at 3 sequential round trips (docs/DESIGN.md §8). Never before the session
+    check: a request without a valid session costs no model call."""
+
+    body: ParsedBody[SearchRequest]
+    query_vector: QueryVector | None = None
+
+    @property
+    def run_id(self) -> str | None:
+        return self.body.model.run_id if self.body.model else None
+
+    def embed_query(self, session: SessionRecord, document: DocumentRecord | None) -> None:
+        if self.body.model is not None and self.query_vector is None:
+            self.query_vector = query_vector_for(self.body.model.query.strip())
+            self.query_vector.start_remote()
+
+
+def search_ahead(body: ParsedBody[SearchRequest]) -> SearchAhead:
+    """A search's request before the identity is read (see `SearchAhead`)."""
+    return SearchAhead(body)
+
+
 def search_knowledge(
     deps: Dependencies,
     workspace: Workspace,
     query: str,
     limit: int,
     run: RunRecord | None,
+    ahead: SearchAhead | None = None,
 ) -> SearchOutcome:
     started = time.perf_counter()
     caller, scope = workspace.caller, workspace.scope
@@ -54,6 +82,7 @@ def search_knowledge(
         scope,
         query.strip(),
         max_docs=min(limit, scope.config.max_docs),
+        query_vector=ahead.query_vector if ahead is not None else None,
     )
     drafts = hint_drafts(deps.token_codec(), caller, run_id, scope.revision, result.documents, deps.clock())
     # One response model: its wire form sizes the envelope, then it takes the hints that fit.
