@@ -25,6 +25,10 @@ from agent_knowledge_dev.arguments import ROOT_PROG, OneLineParser
 from agent_knowledge_dev.commands import Command, documents, invoke, mcp, serve, sessions, tasks, workspace
 from agent_knowledge_dev.console import CliError
 
+# As the template sets it for the functions (template.yaml, Globals): one BLAS thread. It must be
+# set before numpy is first imported (none of the imports above import it).
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+
 COMMANDS: list[Command] = [
     serve.COMMAND,
     invoke.COMMAND,

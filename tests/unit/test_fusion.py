@@ -109,6 +109,37 @@ def test_kb_fusion_applies_min_score_on_each_retrievers_own_scale_then_keeps_top
     fused = fuse(lexical, dense, top_k=2, min_score=0.2)
     assert [f.doc_id for f in fused] == ["c", "a"]  # b's lexical 0.05 and d's cosine 0.1 are below 0.2
     assert fuse([], [], top_k=3, min_score=0.0) == []
-    (only,) = fuse([], [_dense("x", 0.3)], top_k=3, min_score=0.0)
+    (only,) = fuse([], [_dense("x", 0.45)], top_k=3, min_score=0.0)  # a confident cosine (>= 0.4)
     assert only.doc_id == "x" and only.score == pytest.approx(0.6) and only.dense is not None
     assert fuse([], [_dense("x", 0.1)], top_k=3, min_score=0.0) == []  # below the dense floor
+
+
+def test_a_weak_dense_list_cannot_outrank_the_best_lexical_match():
+    """Min-max gives the best dense proposal the full dense weight however weak it is: when even the
+    best cosine is just above the floor, the dense terms are scaled down (DENSE_CONFIDENT)."""
+    from agent_knowledge.index.hybrid import DENSE_CONFIDENT, DENSE_FLOOR, fuse
+
+    lexical = [_lexical("match", 0.9), _lexical("partial", 0.4)]
+    weak = [_dense("neighbour", 0.2), _dense("match", 0.16)]
+    fused = fuse(lexical, weak, top_k=10, min_score=0.0)
+    confidence = (0.2 - DENSE_FLOOR) / (DENSE_CONFIDENT - DENSE_FLOOR)
+    # Without the scaling the neighbour would score 0.6 and come first; now its dense term is scaled.
+    assert [(f.doc_id, round(f.score, 6)) for f in fused] == [
+        ("match", 0.4), ("neighbour", round(0.6 * confidence, 6)), ("partial", 0.0)
+    ]  # fmt: skip
+    # A confident dense list (best cosine at or above DENSE_CONFIDENT) counts fully, as min-max says.
+    strong = [_dense("neighbour", 0.45), _dense("match", 0.2)]
+    assert [f.doc_id for f in fuse(lexical, strong, top_k=10, min_score=0.0)][0] == "neighbour"
+
+
+@given(
+    best=st.floats(min_value=-1.0, max_value=1.0, allow_nan=False),
+    floor=st.floats(min_value=-1.0, max_value=1.0, allow_nan=False),
+    confident=st.floats(min_value=-1.0, max_value=1.0, allow_nan=False),
+)
+def test_dense_confidence_lies_in_the_unit_interval_and_grows_with_the_best_cosine(best, floor, confident):
+    from agent_knowledge.index.hybrid import dense_confidence
+
+    value = dense_confidence(best, floor, confident)
+    assert 0.0 <= value <= 1.0
+    assert dense_confidence(min(1.0, best + 0.1), floor, confident) >= value
