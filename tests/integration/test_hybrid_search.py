@@ -118,9 +118,9 @@ def test_route_min_score_applies_to_each_retrievers_own_scale(stack, ingestor, e
 
 
 def test_dense_hits_of_a_replaced_revision_are_never_returned(stack, ingestor, embedder, monkeypatch):
-    from agent_knowledge.index import dense
+    from agent_knowledge.index import layout
 
-    monkeypatch.setattr(dense, "MAX_UNEMBEDDED_SHARE", 1.0)  # fused even with a document waiting
+    monkeypatch.setattr(layout, "MAX_UNEMBEDDED_SHARE", 1.0)  # fused even with a document waiting
     embed_unembedded(stack.repositories, "kb", embedder)
     ingestor.put("kb", "password.md", "Gardening", "# Gardening\n\nWater tomatoes early in the morning.")
     # The update is published lexically; its vectors are not there yet: the old revision's rows
@@ -245,8 +245,8 @@ def test_vectors_round_trip_through_the_reader_cache(stack, ingestor, embedder):
 def test_a_kb_mostly_waiting_for_vectors_is_searched_lexically():
     # Fusing a KB whose vectors cover few of its documents would rank those few first whatever the
     # words say: until nearly all are embedded, the KB answers lexically.
-    from agent_knowledge.index.dense import MAX_UNEMBEDDED_SHARE, searchable
-    from agent_knowledge.index.layout import IndexFile, IndexManifest
+    from agent_knowledge.index.dense import searchable
+    from agent_knowledge.index.layout import MAX_UNEMBEDDED_SHARE, IndexFile, IndexManifest
     from agent_knowledge.index.vector_generation import VECTOR_ROLE
 
     vectors = IndexFile.model_construct(sha256="0" * 64, size=1, role=VECTOR_ROLE)
@@ -259,3 +259,20 @@ def test_a_kb_mostly_waiting_for_vectors_is_searched_lexically():
 
     allowed = int(MAX_UNEMBEDDED_SHARE * 100)
     assert [searchable(manifest(n), "space") for n in (0, allowed, allowed + 1, 100)] == [True, True, False, False]
+
+
+def test_kb_status_says_how_many_documents_wait_for_vectors(stack, ingestor, embedder):
+    from agent_knowledge.ingest.status import kb_status
+
+    space = f"{embedder.model_id}/{embedder.dimensions}"
+    waiting = kb_status(stack.repositories, "kb").vectors
+    assert waiting is not None and (waiting.model, waiting.documents_waiting, waiting.covers_documents) == (
+        space, len(DOCS), False,
+    )  # fmt: skip
+    embed_unembedded(stack.repositories, "kb", embedder)
+    done = kb_status(stack.repositories, "kb").vectors
+    assert done is not None and (done.model, done.documents_waiting, done.covers_documents) == (space, 0, True)
+    ingestor.put("kb", "new.md", "New", "# New\n\nA fresh note about kites.")  # lexical first
+    one_waiting = kb_status(stack.repositories, "kb").vectors
+    assert one_waiting is not None and (one_waiting.model, one_waiting.documents_waiting) == (space, 1)
+    assert not one_waiting.covers_documents  # 1 of 5 documents is more than 2 %: searched lexically

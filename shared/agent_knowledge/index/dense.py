@@ -60,22 +60,15 @@ opened_vectors = OpenedVectors()
 on_reset(opened_vectors.clear)
 
 
-# While more than this share of a KB's documents still wait for their vectors (a bulk load being
-# embedded), the KB is searched lexically: fusing then would rank the embedded documents above the
-# others merely because they have vectors (measured on a 876-document folder: the best lexical
-# matches fell below embedded documents that did not contain the query's words).
-MAX_UNEMBEDDED_SHARE = 0.02
-
-
 def searchable(manifest: IndexManifest | None, space: str) -> bool:
     """The generation has vectors in the query's vector space (another model's are not comparable:
-    the KB answers lexically until `kb reindex` embeds it again) for nearly all of its documents."""
+    the KB answers lexically until `kb reindex` embeds it again) for nearly all of its documents
+    (`IndexManifest.vectors_cover_documents`)."""
     return (
         bool(space)
         and manifest is not None
         and manifest.embedding_model_id == space
-        and bool(vector_files(manifest))
-        and len(manifest.unembedded) <= MAX_UNEMBEDDED_SHARE * manifest.documents
+        and manifest.vectors_cover_documents
     )
 
 

@@ -58,6 +58,15 @@ class IndexFile(BaseModel):
     role: Annotated[str, StringConstraints(pattern=r"^[a-z][a-z0-9_]{0,31}$")] = "tantivy"
 
 
+# A vector file's role in a generation's manifest (beside the tantivy files; `index/vectors`).
+VECTOR_ROLE = "vectors"
+# While more than this share of a KB's documents still wait for their vectors (a bulk load being
+# embedded), the KB is searched lexically: fusing then would rank the embedded documents above the
+# others merely because they have vectors (measured on a 876-document folder: the best lexical
+# matches fell below embedded documents that did not contain the query's words).
+MAX_UNEMBEDDED_SHARE = 0.02
+
+
 class IndexManifest(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -82,6 +91,16 @@ class IndexManifest(BaseModel):
     @property
     def total_bytes(self) -> int:
         return self.index_bytes
+
+    @property
+    def has_vectors(self) -> bool:
+        return any(entry.role == VECTOR_ROLE for entry in self.files.values())
+
+    @property
+    def vectors_cover_documents(self) -> bool:
+        """The generation has vector files and nearly every document has its vectors (at most
+        MAX_UNEMBEDDED_SHARE still waiting): search may fuse dense results for it."""
+        return self.has_vectors and len(self.unembedded) <= MAX_UNEMBEDDED_SHARE * self.documents
 
     def file_key(self, name: str) -> str:
         return file_key(self.kb_id, name, self.files[name])

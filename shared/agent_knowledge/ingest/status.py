@@ -32,6 +32,7 @@ from urllib.parse import unquote_plus
 from pydantic import BaseModel, ConfigDict
 
 from agent_knowledge.errors import BodyMissing, KnowledgeBaseMissing, KnowledgeError
+from agent_knowledge.index.layout import IndexUnavailable, parse_manifest
 from agent_knowledge.index.sizing import deployed_sizing, manifest_index_bytes
 from agent_knowledge.records import DocumentRecord, KnowledgeBaseRecord
 from agent_knowledge.repositories.bundle import Repositories
@@ -63,6 +64,21 @@ class DocumentListing(BaseModel):
     updated_at: str  # ISO-8601 UTC, e.g. "2026-12-03T04:42:16Z"
 
 
+class VectorStatus(BaseModel):
+    """Hybrid retrieval's part of a KB's current index generation (docs/retrieval.md)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    # The vector space (model/dimensions) the generation's vectors are, or will be, in.
+    model: str | None
+    # Documents of the generation whose chunks have no vectors yet (embedded by the indexer's next
+    # vector passes; searchable lexically meanwhile).
+    documents_waiting: int
+    # Vectors cover all but at most 2 % of the documents: search fuses dense results for this KB
+    # (when the stack embeds queries with `model`; until then it answers lexically).
+    covers_documents: bool
+
+
 class KbStatus(BaseModel):
     model_config = ConfigDict(frozen=True)
 
@@ -83,6 +99,8 @@ class KbStatus(BaseModel):
     # and the largest index the deployed functions' ephemeral storage holds (`index/sizing`).
     index_bytes: int | None
     largest_index_bytes: int
+    # None: no index yet, its manifest unreadable, or a generation written without embeddings.
+    vectors: VectorStatus | None
     oldest_pending_age_seconds: float | None
     last_sync: str | None  # ISO-8601 UTC of the last reconcile (`kb sync` or the schedule)
 
@@ -275,9 +293,20 @@ def current_manifest(repositories: Repositories, kb: KnowledgeBaseRecord) -> byt
         return None
 
 
-def _index_bytes(repositories: Repositories, kb: KnowledgeBaseRecord) -> int | None:
-    data = current_manifest(repositories, kb)
-    return None if data is None else manifest_index_bytes(data)
+def _vector_status(data: bytes | None, kb_id: str) -> VectorStatus | None:
+    if data is None:
+        return None
+    try:
+        manifest = parse_manifest(data, kb_id)
+    except IndexUnavailable:  # another version (rebuilt by the next reconcile) or unreadable
+        return None
+    if not manifest.embedding_model_id and not manifest.unembedded:
+        return None
+    return VectorStatus(
+        model=manifest.embedding_model_id or None,
+        documents_waiting=len(manifest.unembedded),
+        covers_documents=bool(manifest.embedding_model_id) and manifest.vectors_cover_documents,
+    )
 
 
 def _listed(sources: SourceObjects | None, kb_id: str) -> list[ListedObject] | None:
@@ -361,6 +390,7 @@ def kb_status(
     # Every change still waiting: objects not yet stored or indexed, and deletes not yet published.
     waiting = [entry.pending_since for entry in found.entries if entry.pending_since is not None]
     waiting.extend(r.index_pending_since for r in found.deletes_pending if r.index_pending_since is not None)
+    manifest = current_manifest(repositories, kb)
     return KbStatus(
         kb_id=kb_id,
         objects=len(found.entries),
@@ -371,8 +401,9 @@ def kb_status(
         deletes_pending=len(found.deletes_pending),
         dead_lettered=dead_letters.count if dead_letters is not None else None,
         index_generation=kb.generation,
-        index_bytes=_index_bytes(repositories, kb),
+        index_bytes=None if manifest is None else manifest_index_bytes(manifest),
         largest_index_bytes=deployed_sizing().largest_index_bytes,
+        vectors=_vector_status(manifest, kb_id),
         oldest_pending_age_seconds=round(max(0.0, now - min(waiting)), 3) if waiting else None,
         last_sync=iso_utc(kb.last_sync) if kb.last_sync is not None else None,
     )
