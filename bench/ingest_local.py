@@ -11,6 +11,15 @@ separate client (threads of this process, the bench KB's own route and session) 
 capabilities, search and read over and over: their p50/p95/max and every answer that is not 2xx.
 The serve log is searched for tracebacks, and the dead-letter queues are counted after the run.
 
+The CPU figures are of lexical indexing: each folder run's `serve` runs with
+`--embedding-provider none` unless `--embedding-provider local` is given (the default of `make
+serve`, where the indexer also embeds every chunk with the local model, in the same process, after
+each lexical generation). The embedding model's own CPU is measured beside, not counted: the
+folder's documents are chunked as the ingestor chunks them (`prepare_document`), a seeded sample of
+`--embedding-sample` chunks is embedded with the local model in this process (batches of the
+indexer's size, weights loaded first and not counted), and its `time.process_time()` per chunk
+times the folder's chunk count gives the model's CPU per document.
+
 1. `serve` start-to-ready: start `agent-knowledge serve` on a free port (own state dir), wall time
    from process start until the banner with the bearer token is printed (what a person waits for;
    includes interpreter start, imports, moto, the stack from template.yaml and the demo seed with
@@ -139,8 +148,9 @@ class Server:
     """`agent-knowledge serve` in a subprocess with its own state dir (`agent_knowledge_dev.stacks`),
     timed to its ready banner, with the CPU time of it and of each CLI run."""
 
-    def __init__(self, state_dir: Path) -> None:
+    def __init__(self, state_dir: Path, embedding_provider: str = "local") -> None:
         self.state_dir = state_dir
+        self.embedding_provider = embedding_provider
         self.output = state_dir.parent / f"{state_dir.name}.out"
         self.api: ServedApi | None = None
         self.last_cli_cpu = 0.0
@@ -148,7 +158,13 @@ class Server:
     def start(self) -> float:
         """Seconds from process start to the ready banner."""
         started = time.perf_counter()
-        self.api = start_server(self.state_dir, self.output, quiet=True, poll_seconds=0.01)
+        self.api = start_server(
+            self.state_dir,
+            self.output,
+            quiet=True,
+            poll_seconds=0.01,
+            serve_options=("--embedding-provider", self.embedding_provider),
+        )
         return time.perf_counter() - started
 
     def cpu_seconds(self) -> float:
@@ -287,13 +303,54 @@ def _dead_letters(server: Server) -> dict[str, int]:
     return counts
 
 
+def embedding_cpu(folder: Path, sample_size: int, seed: int) -> dict[str, Any]:
+    """The local embedding model's own CPU for the folder (module doc): chunks as the ingestor cuts
+    them, CPU per chunk measured on a seeded sample, per document for all of them."""
+    from agent_knowledge.embedding.local import LocalEmbedder
+    from agent_knowledge.index.vector_generation import EMBED_BATCH
+    from agent_knowledge.ingest.content import prepare_document
+    from agent_knowledge.ingest.source_files import media_type_of
+
+    texts: list[str] = []
+    documents = 0
+    for path in sorted(path for path in folder.rglob("*") if path.is_file()):
+        media_type = media_type_of(path.name)
+        if media_type is None:  # `doc put` does not take it either
+            continue
+        prepared = prepare_document(None, path.read_bytes(), media_type, path.name)
+        documents += 1
+        texts.extend(chunk.text for chunk in prepared.chunks)
+    sample = random.Random(seed).sample(texts, min(sample_size, len(texts)))
+    embedder = LocalEmbedder()
+    embedder.embed_documents(sample[:1])  # loads the weights (~2 s, once per process): not counted
+    started = time.process_time()
+    for start in range(0, len(sample), EMBED_BATCH):
+        embedder.embed_documents(sample[start : start + EMBED_BATCH])
+    per_chunk = (time.process_time() - started) / len(sample)
+    return {
+        "model": embedder.model_id,
+        "chunks": len(texts),
+        "chunks_per_document": round(len(texts) / documents, 2),
+        "sample_chunks": len(sample),
+        "cpu_ms_per_chunk": round(1000 * per_chunk, 1),
+        "cpu_ms_per_document": round(1000 * per_chunk * len(texts) / documents, 1),
+    }
+
+
 def folder_run(
-    folder: Path, documents: int, work: Path, workers: int, timeout: float = 3600, probe_on: bool = True
+    folder: Path,
+    documents: int,
+    work: Path,
+    workers: int,
+    timeout: float = 3600,
+    probe_on: bool = True,
+    embedding_provider: str = "none",
 ) -> dict[str, Any]:
-    """One fresh `serve`; `doc put bench --dir FOLDER --wait`, under the probe when `probe_on`
-    (module doc). The probe's own requests cost the serve process CPU too: the CPU per document is
-    best read from a run without it."""
-    server = Server(work / f"state-folder-{documents}-{'probed' if probe_on else 'quiet'}")
+    """One fresh `serve --embedding-provider EMBEDDING_PROVIDER`; `doc put bench --dir FOLDER
+    --wait`, under the probe when `probe_on` (module doc). The probe's own requests cost the serve
+    process CPU too: the CPU per document is best read from a run without it."""
+    label = f"{documents}-{'probed' if probe_on else 'quiet'}-{embedding_provider}"
+    server = Server(work / f"state-folder-{label}", embedding_provider)
     server.start()
     assert server.api is not None
     try:
@@ -326,6 +383,7 @@ def folder_run(
     ready = int(summary.get("ready", 0))
     return {
         "documents": documents,
+        "embedding_provider": embedding_provider,
         "exit_status": result.returncode,
         "ready": ready,
         "failed": summary.get("failed"),
@@ -361,11 +419,19 @@ def _commit() -> str:
 
 
 def folder_benchmark(
-    corpus: str, counts: list[int], workers: int, seed: int, timeout: float = 3600, probe: str = "both"
+    corpus: str,
+    counts: list[int],
+    workers: int,
+    seed: int,
+    timeout: float = 3600,
+    probe: str = "both",
+    embedding_provider: str = "none",
+    embedding_sample: int = 256,
 ) -> dict[str, Any]:
     """`folder_run` for each count (`probe`: `off`, `on`, or `both`: a quiet run for the CPU
-    figures, then a probed one); CPU per document of the largest against the smallest (quiet runs
-    when there are any)."""
+    figures, then a probed one), and the embedding model's CPU on the folder beside (when
+    `embedding_sample`); CPU per document of the largest against the smallest (quiet runs when
+    there are any)."""
     from bench import man_corpus
 
     results: dict[str, Any] = {
@@ -383,9 +449,11 @@ def folder_benchmark(
                 total = man_corpus.write_folder(folder, count)
             else:
                 total = write_corpus(folder, count, megabytes=count * 0.005, seed=seed)
+            model = embedding_cpu(folder, embedding_sample, seed) if embedding_sample else None
             for probe_on in {"off": [False], "on": [True], "both": [False, True]}[probe]:
-                run = folder_run(folder, count, work, workers, timeout, probe_on)
+                run = folder_run(folder, count, work, workers, timeout, probe_on, embedding_provider)
                 run["bytes"] = total
+                run["embedding_model_cpu"] = model
                 runs.append(run)
                 print(json.dumps(run), file=sys.stderr, flush=True)
     results["runs"] = runs
@@ -410,10 +478,29 @@ def main() -> None:
     )
     parser.add_argument("--probe", choices=("off", "on", "both"), default="both", help="with --folder")
     parser.add_argument("--timeout", type=float, default=3600, help="with --folder: doc put's --timeout")
+    parser.add_argument(
+        "--embedding-provider",
+        choices=("none", "local"),
+        default="none",
+        help="with --folder: serve's embedding provider (none: the lexical figures; module doc)",
+    )
+    parser.add_argument(
+        "--embedding-sample",
+        type=int,
+        default=256,
+        help="with --folder: chunks embedded to measure the local model's CPU per chunk (0: not measured)",
+    )
     arguments = parser.parse_args()
     if arguments.folder:
         measured = folder_benchmark(
-            arguments.folder, arguments.documents, arguments.workers, arguments.seed, arguments.timeout, arguments.probe
+            arguments.folder,
+            arguments.documents,
+            arguments.workers,
+            arguments.seed,
+            arguments.timeout,
+            arguments.probe,
+            arguments.embedding_provider,
+            arguments.embedding_sample,
         )
         print(json.dumps(measured, indent=2))
         return

@@ -233,7 +233,7 @@ def _banner(base_url: str, elapsed: float, documents: int, moto_endpoint: str) -
     )
 
 
-def serve(host: str, port: int, quiet: bool = False) -> int:
+def serve(host: str, port: int, quiet: bool = False, embedding_provider: str = "local") -> int:
     started = time.perf_counter()
     lock = ServeLock()
     try:
@@ -248,7 +248,7 @@ def serve(host: str, port: int, quiet: bool = False) -> int:
 
         api = _bind(host, port, Gateway(function_routes(), FunctionInvoker()), quiet)
         try:
-            with moto_server_stack(in_process=True) as stack:
+            with moto_server_stack(in_process=True, embedding_provider=embedding_provider) as stack:
                 lock.publish(ServerInfo(os.getpid(), api.base_url, stack.endpoint, stack.environment, time.time()))
                 _stop_on_signals()
                 print(

@@ -26,6 +26,9 @@ LOCAL_PARAMETERS = {
     "EmbeddingModelId": "",
     "EmbeddingDimensions": "",
 }
+# What `serve --embedding-provider` may choose: moto serves no Bedrock, so `none` (lexical only,
+# e.g. to measure the lexical pipeline alone) is the one alternative to the local model.
+LOCAL_EMBEDDING_PROVIDERS = ("local", "none")
 
 
 def table_name(logical_id: str) -> str:
@@ -108,11 +111,18 @@ def _notifications(properties: dict[str, Any], queues: dict[str, tuple[str, str]
     }
 
 
-def create_stack(client: Callable[[str], Any], server_token: str | None = None) -> dict[str, str]:
+def create_stack(
+    client: Callable[[str], Any], server_token: str | None = None, embedding_provider: str = "local"
+) -> dict[str, str]:
     """Create what is missing; return the environment the functions run with.
 
-    `client(service)` returns a boto3 client pointed at the moto backend.
+    `client(service)` returns a boto3 client pointed at the moto backend; `embedding_provider` is
+    one of `LOCAL_EMBEDDING_PROVIDERS` (the template's EmbeddingProvider parameter).
     """
+    if embedding_provider not in LOCAL_EMBEDDING_PROVIDERS:
+        raise ValueError(
+            f"embedding provider {embedding_provider!r} cannot run locally; choose one of {LOCAL_EMBEDDING_PROVIDERS}"
+        )
     from agent_knowledge_dev import moto_scaling, moto_sqs, moto_threads
 
     # For a moto backend in this process (tests, `serve`): safe for concurrent requests, and no
@@ -150,7 +160,8 @@ def create_stack(client: Callable[[str], Any], server_token: str | None = None) 
         )["ARN"]
 
     queue_urls = {logical_id: url for logical_id, (url, _) in queues.items()}
-    return resolve_environment({"ServerTokenSecretArn": secret_arn, **LOCAL_PARAMETERS, **queue_urls})
+    parameters = {**LOCAL_PARAMETERS, "EmbeddingProvider": embedding_provider}
+    return resolve_environment({"ServerTokenSecretArn": secret_arn, **parameters, **queue_urls})
 
 
 def resolve_environment(parameters: dict[str, str]) -> dict[str, str]:

@@ -77,7 +77,7 @@ class MotoServerStack:
 
 @contextmanager
 def moto_server_stack(
-    seed: bool = True, pipeline: bool = True, *, in_process: bool = False
+    seed: bool = True, pipeline: bool = True, *, in_process: bool = False, embedding_provider: str = "local"
 ) -> Iterator[MotoServerStack]:
     """A moto server on loopback with the template's stack (and the demo workspace and sample
     documents when `seed`); this process is pointed at it for good (run it in its own process).
@@ -89,7 +89,8 @@ def moto_server_stack(
     through moto's in-process mock instead of HTTP on loopback: the moto server stays for the
     other processes (admin commands, `invoke`, `aws --endpoint-url`), and the functions' calls skip
     the HTTP client, a TCP connection, werkzeug and Flask — about half of what each call cost, and
-    each document is a dozen calls. The fault drills keep HTTP (`stop_moto` cuts storage off)."""
+    each document is a dozen calls. The fault drills keep HTTP (`stop_moto` cuts storage off).
+    `embedding_provider`: the stack's EmbeddingProvider (`stack.LOCAL_EMBEDDING_PROVIDERS`)."""
     from moto import mock_aws
     from moto.server import ThreadedMotoServer
 
@@ -110,7 +111,7 @@ def moto_server_stack(
     stack = MotoServerStack(moto, f"http://{host}:{port}", {}, 0)
     try:
         use_local_backend(stack.endpoint)
-        stack.environment = create_stack(aws.client)
+        stack.environment = create_stack(aws.client, embedding_provider=embedding_provider)
         use_stack_environment(stack.environment)
         if in_process:
             mock = mock_aws()

@@ -146,13 +146,19 @@ def cli_environment(state_dir: Path) -> dict[str, str]:
 
 
 def start_server(
-    state_dir: Path, output: Path, port: int | None = None, *, quiet: bool = False, poll_seconds: float = 0.05
+    state_dir: Path,
+    output: Path,
+    port: int | None = None,
+    *,
+    quiet: bool = False,
+    poll_seconds: float = 0.05,
+    serve_options: tuple[str, ...] = (),
 ) -> ServedApi:
-    """`agent-knowledge serve` on a free loopback port, once its banner says it is ready (checked
-    every `poll_seconds`)."""
+    """`agent-knowledge serve [SERVE_OPTIONS]` on a free loopback port, once its banner says it is
+    ready (checked every `poll_seconds`)."""
     port = port or free_port()
     environment = cli_environment(state_dir)
-    command = [*CLI, "serve", "--port", str(port), *(["--quiet"] if quiet else [])]
+    command = [*CLI, "serve", "--port", str(port), *(["--quiet"] if quiet else []), *serve_options]
     with output.open("wb") as sink:
         process = subprocess.Popen(command, env=environment, stdout=sink, stderr=subprocess.STDOUT, cwd=PROJECT_ROOT)
     deadline = time.monotonic() + READY_TIMEOUT

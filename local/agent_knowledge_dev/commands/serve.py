@@ -6,17 +6,27 @@ import argparse
 
 from agent_knowledge_dev.commands import Command
 
+# stack.LOCAL_EMBEDDING_PROVIDERS, which the stack checks; not imported here, where it would load
+# the template's YAML on every CLI start.
+EMBEDDING_PROVIDERS = ("local", "none")
+
 
 def _arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--host", default="127.0.0.1", help="address to listen on (default: 127.0.0.1)")
     parser.add_argument("--port", type=int, default=3000, help="port to listen on (default: 3000)")
     parser.add_argument("--quiet", action="store_true", help="do not log one line per request on stderr")
+    parser.add_argument(
+        "--embedding-provider",
+        choices=EMBEDDING_PROVIDERS,
+        default="local",
+        help="dense embeddings for hybrid search: the bundled local model (default), or none (lexical only)",
+    )
 
 
 def _run(arguments: argparse.Namespace) -> int:
     from agent_knowledge_dev.server import serve
 
-    return serve(arguments.host, arguments.port, quiet=arguments.quiet)
+    return serve(arguments.host, arguments.port, quiet=arguments.quiet, embedding_provider=arguments.embedding_provider)
 
 
 COMMAND = Command(
