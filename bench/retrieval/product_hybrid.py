@@ -28,9 +28,8 @@ from agent_knowledge.embedding.base import normalised, vector_space
 from agent_knowledge.embedding.local import LocalEmbedder
 from agent_knowledge.identity.scope import Scope
 from agent_knowledge.index.dense import dense_hits
-from agent_knowledge.index.layout import IndexFile, manifest_key, parse_manifest
+from agent_knowledge.index.layout import VECTOR_ROLE, IndexFile, manifest_key, parse_manifest
 from agent_knowledge.index.query import retrieve
-from agent_knowledge.index.vector_generation import VECTOR_ROLE
 from agent_knowledge.index.vectors import VectorRow, file_name, write_vectors
 from agent_knowledge.records import KnowledgeBaseRecord
 from bench.retrieval.dense import embed_cached

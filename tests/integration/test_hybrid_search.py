@@ -246,8 +246,7 @@ def test_a_kb_mostly_waiting_for_vectors_is_searched_lexically():
     # Fusing a KB whose vectors cover few of its documents would rank those few first whatever the
     # words say: until nearly all are embedded, the KB answers lexically.
     from agent_knowledge.index.dense import searchable
-    from agent_knowledge.index.layout import MAX_UNEMBEDDED_SHARE, IndexFile, IndexManifest
-    from agent_knowledge.index.vector_generation import VECTOR_ROLE
+    from agent_knowledge.index.layout import MAX_UNEMBEDDED_SHARE, VECTOR_ROLE, IndexFile, IndexManifest
 
     vectors = IndexFile.model_construct(sha256="0" * 64, size=1, role=VECTOR_ROLE)
 

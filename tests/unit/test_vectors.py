@@ -1,4 +1,5 @@
-"""Vector files of the index (index/vectors.py): round trip, corruption, recall on real embeddings."""
+"""Vector files of the index (index/vectors.py): round trip, corruption, formats, the inverted-file partition,
+recall on real embeddings and on a clustered set."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from hypothesis.extra import numpy as hnp
 
 from agent_knowledge.embedding.local import LocalEmbedder
 from agent_knowledge.index.vectors import (
+    FORMAT_VERSION,
     VectorFile,
     VectorFileCorrupt,
     VectorRow,
@@ -109,14 +111,96 @@ def test_every_search_returns_distinct_rows_best_first_and_the_exact_best(count,
     assert exact[hits[0].row] >= exact.max() - 0.02  # int8 error only
 
 
+def source_number(hit) -> int:
+    """The row's position in the rows given to `write_vectors` (`rows_for` puts it in the digest):
+    a partitioned file stores its rows grouped by list, not in that order."""
+    return int(hit.chunk_digest, 16)
+
+
+def recall_at_10(vectors: np.ndarray, queries: np.ndarray, opened: VectorFile, **search) -> list[float]:
+    recalls = []
+    for query in queries:
+        exact = set(np.argsort(-(vectors @ query))[:10].tolist())
+        found = {source_number(hit) for hit in opened.search(query, 10, **search)}
+        recalls.append(len(exact & found) / 10)
+    return recalls
+
+
 def test_recall_at_10_against_exact_cosine_on_real_embeddings():
     documents, queries = real_embeddings()
-    opened = VectorFile(write_vectors("local", rows_for(len(documents)), documents))
-    exact_top = [set(np.argsort(-(documents @ q))[:10]) for q in queries]
-    scanned = [{h.row for h in opened.search(q, 10)} for q in queries]
-    # The sign-bit preselection path, forced on this small file: half of the rows rescored.
-    preselected = [{h.row for h in opened.search(q, 10, candidates=120, exact_rows=0)} for q in queries]
-    recall_scan = np.mean([len(a & b) / 10 for a, b in zip(exact_top, scanned, strict=True)])
-    recall_preselected = np.mean([len(a & b) / 10 for a, b in zip(exact_top, preselected, strict=True)])
-    assert recall_scan >= 0.98
-    assert recall_preselected >= 0.95
+    scanned = VectorFile(write_vectors("local", rows_for(len(documents)), documents))
+    assert not scanned.partitioned
+    # The partitioned path, forced on this small file: 15 lists of diverse paragraphs, the 8 nearest
+    # scanned (about half of the rows; 5 lists gave 0.91: few rows per list partition loosely).
+    partitioned = VectorFile(write_vectors("local", rows_for(len(documents)), documents, partition_rows=0))
+    assert partitioned.partitioned
+    assert np.mean(recall_at_10(documents, queries, scanned)) >= 0.98
+    assert np.mean(recall_at_10(documents, queries, partitioned, probes=8, exact_rows=0)) >= 0.95
+
+
+def clustered_rows(clusters: int, per_cluster: int, dimensions: int = 32, seed: int = 3) -> np.ndarray:
+    rng = np.random.default_rng(seed)
+    centres = rng.normal(size=(clusters, dimensions))
+    matrix = np.repeat(centres, per_cluster, axis=0) + rng.normal(scale=0.35, size=(clusters * per_cluster, dimensions))
+    matrix = matrix.astype(np.float32)
+    return matrix / np.linalg.norm(matrix, axis=1, keepdims=True)
+
+
+def test_a_partitioned_file_finds_the_exact_top_10_of_a_clustered_set_scanning_a_fraction_of_it():
+    vectors = clustered_rows(40, 100)
+    opened = VectorFile(write_vectors("m", rows_for(len(vectors)), vectors, partition_rows=1000))
+    assert opened.partitioned  # 4,000 rows > 1,000: ~63 lists
+    queries = clustered_rows(40, 1, seed=4)
+    assert np.mean(recall_at_10(vectors, queries, opened, probes=8, exact_rows=0)) >= 0.95
+
+
+def test_a_partitioned_file_keeps_every_row_with_its_own_vector_and_is_written_the_same_twice():
+    vectors = clustered_rows(10, 30, dimensions=16)
+    data = write_vectors("m", rows_for(len(vectors)), vectors, partition_rows=0)
+    opened = VectorFile(data)
+    numbers = [int(row.chunk_digest, 16) for row in opened.rows_of()]
+    assert sorted(numbers) == list(range(len(vectors)))
+    assert list(opened.rows_of()) == [rows_for(len(vectors))[n] for n in numbers]
+    assert np.abs(opened.vectors() - vectors[numbers]).max() < 0.01
+    assert write_vectors("m", rows_for(len(vectors)), vectors, partition_rows=0) == data  # same name
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.integers(1, 80), st.integers(2, 24), st.integers(0, 10_000), st.integers(1, 40), st.integers(1, 4))
+def test_a_partitioned_search_returns_k_distinct_rows_best_first_even_when_few_lists_are_probed(
+    count, dimensions, seed, k, probes
+):
+    vectors = unit_rows(count, dimensions, seed)
+    opened = VectorFile(write_vectors("m", rows_for(count), vectors, partition_rows=0))
+    hits = opened.search(unit_rows(1, dimensions, seed + 1)[0], k, probes=probes, exact_rows=0)
+    assert len(hits) == min(k, count) and len({h.row for h in hits}) == len(hits)
+    assert [h.score for h in hits] == sorted((h.score for h in hits), reverse=True)
+
+
+def with_format(data: bytes, version: int) -> bytes:
+    current = f'"format":{FORMAT_VERSION},'.encode()
+    assert data.count(current) == 1
+    return data.replace(current, f'"format":{version},'.encode())
+
+
+def test_format_1_files_are_read_and_scanned_exactly_and_unknown_formats_are_refused():
+    vectors = unit_rows(30)
+    data = write_vectors("m", rows_for(30), vectors)
+    # A format 1 file's arrays are a superset of an unpartitioned format 2 file's, minus the partition.
+    old = VectorFile(with_format(data, 1))
+    assert not old.partitioned and old.search(vectors[7], 1, exact_rows=0)[0].row == 7
+    with pytest.raises(VectorFileCorrupt, match="format 9"):
+        VectorFile(with_format(data, 9))
+
+
+def test_list_offsets_that_do_not_cover_the_rows_are_corrupt():
+    vectors = unit_rows(12)
+    data = bytearray(write_vectors("m", rows_for(12), vectors, partition_rows=0))
+    opened = VectorFile(bytes(data))
+    offsets = opened._list_offsets  # the last offset is the row count, stored as uint64
+    last = np.uint64(offsets[-1]).tobytes()
+    assert bytes(data).count(last) == 1
+    position = bytes(data).index(last)
+    data[position : position + 8] = np.uint64(11).tobytes()
+    with pytest.raises(VectorFileCorrupt, match="list offsets"):
+        VectorFile(bytes(data))

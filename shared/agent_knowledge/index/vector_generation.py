@@ -36,10 +36,9 @@ from agent_knowledge.errors import EmbeddingFailed, KnowledgeBaseMissing, Knowle
 from agent_knowledge.index import writer as index_writer
 from agent_knowledge.index.chunks import IndexedChunk
 from agent_knowledge.index.kb_index import KbIndex
-from agent_knowledge.index.layout import IndexFile, IndexManifest, sha256_of_file
+from agent_knowledge.index.layout import VECTOR_ROLE, IndexFile, IndexManifest, sha256_of_file
 from agent_knowledge.index.local_files import LocalFiles, local_files
 from agent_knowledge.index.vectors import (
-    VECTOR_ROLE,
     VectorFile,
     VectorRow,
     file_name,

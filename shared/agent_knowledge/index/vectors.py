@@ -7,21 +7,26 @@ written once and never changed; its name is derived from its SHA-256 (`file_name
 listed in a generation's manifest and synced by the reader cache like a tantivy file.
 
 Storage per row (d = dimensions, 512 for the local model): d bytes of int8 codes with one float32
-scale (symmetric per-row quantisation: cosine error ~1e-3), d/8 bytes of sign bits of the vector
-minus the file's mean vector, the document number and chunk number (uint32 each) and the 8-byte
-digest: 596 bytes at d = 512, so 1M chunks take 596 MB (1,180 bytes at Titan v2's 1024).
+scale (symmetric per-row quantisation: cosine error ~1e-3), the document number and chunk number
+(uint32 each) and the 8-byte digest: 532 bytes at d = 512, plus, in a partitioned file, d float32
+per list (~2 bytes per row at 1M rows): 534 MB for 1M chunks (1,070 bytes per row at Titan's 1024).
 
 Search: up to `EXACT_ROWS` rows the int8 codes are scored exactly (one float32 matrix-vector product
-per block). Above, the sign bits preselect `candidates` rows by Hamming distance to the query's
-bits (centred first: embeddings of one model share a large common component, and signs of the raw
-vectors would mostly agree), and only those are rescored with the int8 codes. docs/retrieval.md
-("Vector storage") gives the recall@10 against exact float cosine and the query CPU at 1M rows.
+per block). A file of more rows is written partitioned (an inverted file): a spherical k-means of
+~sqrt(rows) centroids is trained at write time, each row belongs to its most similar centroid, and
+the rows are stored grouped by list. A query scores the centroids, then scans exactly (int8) the
+rows of its `PROBES` most similar lists only: contiguous slices, no gather. docs/retrieval.md
+("Hybrid retrieval", Storage) gives the recall@10 against exact float cosine and the query CPU at
+1M rows. A file's rows are in the file's order, which for a partitioned file is not the order
+they were given in (rows are identified by their document, chunk and digest, never by position).
 
     MAGIC (8 bytes) | header length (uint32 LE) | header (JSON) | zero padding to 64 | arrays
 
 The header names the model, the dimensions, the row count, the documents (id, revision) and each
 array's offset, dtype and shape; arrays are little-endian and 64-byte aligned, so a loaded file is
-used in place (`np.frombuffer` over the bytes or a memory map), never copied.
+used in place (`np.frombuffer` over the bytes or a memory map), never copied. Format 1 (sign bits
+of the centred vectors for a Hamming preselection, rows unpartitioned) is still read: its files are
+scanned exactly until a merge or a rebuild writes them again in format 2.
 """
 
 from __future__ import annotations
@@ -39,21 +44,32 @@ import numpy as np
 import numpy.typing as npt
 
 from agent_knowledge.errors import IndexUnavailable
+from agent_knowledge.index.layout import VECTOR_ROLE
 
 if TYPE_CHECKING:
     from agent_knowledge.index.layout import IndexFile, IndexManifest
 
 MAGIC = b"AKVEC\x00\x01\x00"
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2  # 2: inverted-file partition (centroids, list offsets) instead of sign bits
+READABLE_FORMATS = (1, FORMAT_VERSION)
 EXTENSION = "vectors"
-# Below this many rows every row is scored with its int8 codes (exact up to quantisation).
+# Up to this many rows every row is scored with its int8 codes (exact up to quantisation); a file
+# of more rows is written partitioned.
 EXACT_ROWS = 50_000
+# Lists scanned per query in a partitioned file. Measured at 1M rows (1,000 lists of ~1,000 rows,
+# bench/README.md "Vector search at 1M rows"): 16 lists missed 0.95 recall@10 on one data set,
+# 32 met it on both with the query CPU ~2x under the 20 ms target.
+PROBES = 32
+# Rows the k-means is trained on per centroid (the rest are only assigned), and its iterations:
+# enough for lists whose centroids rank them (training on more did not raise the recall measured).
+TRAINING_ROWS_PER_LIST = 32
+KMEANS_ITERATIONS = 8
+# Rows assigned to centroids per block (bounds the float32 scores: 16k x 1k x 4 = 64 MB).
+ASSIGN_BLOCK_ROWS = 16384
 # Rows scored per block of the exact scan (bounds the float32 temporary: 8k x 512 x 4 = 16 MB).
 BLOCK_ROWS = 8192
 DIGEST_BYTES = 8
 _ALIGN = 64
-# A vector file's role in a generation's manifest (beside the tantivy files).
-VECTOR_ROLE = "vectors"
 
 
 def vector_files(manifest: IndexManifest) -> dict[str, IndexFile]:
@@ -102,36 +118,68 @@ def quantise(vectors: npt.NDArray[np.float32]) -> tuple[npt.NDArray[np.int8], np
     return codes, scales
 
 
-def sign_bits(vectors: npt.NDArray[np.float32], mean: npt.NDArray[np.float32]) -> npt.NDArray[np.uint8]:
-    """Packed bits of (v - mean) > 0, padded to whole 8-byte words per row."""
-    bits = np.packbits(np.atleast_2d(vectors) - mean > 0, axis=1)
-    padding = (-bits.shape[1]) % 8
-    if padding:
-        bits = np.pad(bits, ((0, 0), (0, padding)))
-    return np.ascontiguousarray(bits)
+def list_count(rows: int) -> int:
+    """Lists of a partitioned file of `rows` rows: ~sqrt(rows), so a list and the centroids each
+    cost about as much to scan (1,000 lists of ~1,000 rows at 1M)."""
+    return max(1, round(rows**0.5))
 
 
-def write_vectors(model_id: str, rows: Sequence[VectorRow], vectors: npt.NDArray[np.float32]) -> bytes:
-    """The bytes of a vector file for `rows` and their (L2-normalised) `vectors`, one row each."""
+def partition(
+    vectors: npt.NDArray[np.float32], lists: int, seed: int = 0
+) -> tuple[npt.NDArray[np.float32], npt.NDArray[np.intp]]:
+    """Spherical k-means: `lists` unit centroids trained on a sample of `vectors`, and each row's
+    list (its most similar centroid). Seeded, so the same rows give the same file."""
+    rng = np.random.default_rng(seed)
+    lists = min(lists, len(vectors))
+    sample_size = min(len(vectors), lists * TRAINING_ROWS_PER_LIST)
+    sample = vectors[np.sort(rng.choice(len(vectors), sample_size, replace=False))]
+    centroids = sample[rng.choice(len(sample), lists, replace=False)].copy()
+    for _ in range(KMEANS_ITERATIONS):
+        members = np.argmax(sample @ centroids.T, axis=1)
+        sums = np.zeros_like(centroids)
+        np.add.at(sums, members, sample)
+        empty = np.flatnonzero(np.bincount(members, minlength=lists) == 0)
+        # An empty list restarts at a random sample row (it would otherwise stay empty).
+        sums[empty] = sample[rng.choice(len(sample), len(empty), replace=False)]
+        norms = np.linalg.norm(sums, axis=1, keepdims=True)
+        centroids = np.where(norms > 0, sums / np.where(norms > 0, norms, 1.0), centroids).astype(np.float32)
+    assignment = np.empty(len(vectors), dtype=np.intp)
+    for start in range(0, len(vectors), ASSIGN_BLOCK_ROWS):
+        block = vectors[start : start + ASSIGN_BLOCK_ROWS]
+        assignment[start : start + ASSIGN_BLOCK_ROWS] = np.argmax(block @ centroids.T, axis=1)
+    return centroids, assignment
+
+
+def write_vectors(
+    model_id: str, rows: Sequence[VectorRow], vectors: npt.NDArray[np.float32], partition_rows: int = EXACT_ROWS
+) -> bytes:
+    """The bytes of a vector file for `rows` and their (L2-normalised) `vectors`, one row each.
+    Above `partition_rows` rows the file is partitioned (and its rows grouped by list)."""
     matrix = np.ascontiguousarray(vectors, dtype=np.float32)
     if matrix.ndim != 2 or matrix.shape[0] != len(rows):
         raise ValueError(f"{len(rows)} rows need a ({len(rows)}, d) matrix, got shape {matrix.shape}")
     if not np.isfinite(matrix).all():
         raise ValueError("vectors must be finite")
     dimensions = int(matrix.shape[1])
+    codes, scales = quantise(matrix)
+    if len(rows) > partition_rows:
+        centroids, assignment = partition(matrix, list_count(len(rows)))
+        order = np.argsort(assignment, kind="stable")
+        offsets = np.concatenate([[0], np.cumsum(np.bincount(assignment, minlength=len(centroids)))])
+        codes, scales, rows = codes[order], scales[order], [rows[i] for i in order]
+    else:
+        centroids, offsets = np.zeros((0, dimensions), np.float32), np.zeros(1, np.int64)
     documents: dict[tuple[str, str], int] = {}
     doc_numbers = np.fromiter(
         (documents.setdefault((r.doc_id, r.revision), len(documents)) for r in rows), np.uint32, len(rows)
     )
     chunk_indexes = np.fromiter((r.chunk_index for r in rows), np.uint32, len(rows))
     digests = np.frombuffer(b"".join(bytes.fromhex(r.chunk_digest) for r in rows), np.uint8).reshape(-1, DIGEST_BYTES)
-    mean = matrix.mean(axis=0).astype(np.float32) if len(rows) else np.zeros(dimensions, np.float32)
-    codes, scales = quantise(matrix)
     arrays: dict[str, npt.NDArray[Any]] = {
         "codes": codes,
         "scales": scales,
-        "bits": sign_bits(matrix, mean) if len(rows) else np.zeros((0, 8), np.uint8),
-        "mean": mean,
+        "centroids": centroids.astype(np.float32),
+        "list_offsets": offsets.astype(np.uint64),
         "doc_numbers": doc_numbers,
         "chunk_indexes": chunk_indexes,
         "digests": digests,
@@ -185,8 +233,10 @@ class VectorFile:
         (header_length,) = struct.unpack_from("<I", buffer, len(MAGIC))
         try:
             header = json.loads(bytes(buffer[len(MAGIC) + 4 : len(MAGIC) + 4 + header_length]))
-            if header["format"] != FORMAT_VERSION:
-                raise VectorFileCorrupt(f"vector file format {header['format']}, this code reads {FORMAT_VERSION}")
+            if header["format"] not in READABLE_FORMATS:
+                raise VectorFileCorrupt(
+                    f"vector file format {header['format']}, this code reads formats {READABLE_FORMATS}"
+                )
             self.model_id: str = header["model_id"]
             self.dimensions: int = int(header["dimensions"])
             self.rows: int = int(header["rows"])
@@ -200,15 +250,17 @@ class VectorFile:
             raise VectorFileCorrupt(f"unreadable vector file header or arrays: {exc}") from exc
         self._codes = arrays["codes"]
         self._scales = arrays["scales"]
-        self._bits = arrays["bits"].view(np.uint64)
-        self._mean = arrays["mean"]
+        # Format 1 files have no partition: they are scanned exactly.
+        self._centroids = arrays.get("centroids", np.zeros((0, self.dimensions), np.float32))
+        self._list_offsets = arrays.get("list_offsets", np.zeros(1, np.uint64)).astype(np.int64)
         self._doc_numbers = arrays["doc_numbers"]
         self._chunk_indexes = arrays["chunk_indexes"]
         self._digests = arrays["digests"]
         expected = {
             "codes": (self.rows, self.dimensions),
             "scales": (self.rows,),
-            "mean": (self.dimensions,),
+            "centroids": (len(self._centroids), self.dimensions),
+            "list_offsets": (len(self._centroids) + 1,),
             "doc_numbers": (self.rows,),
             "chunk_indexes": (self.rows,),
             "digests": (self.rows, DIGEST_BYTES),
@@ -216,6 +268,12 @@ class VectorFile:
         for name, shape in expected.items():
             if arrays[name].shape != shape:
                 raise VectorFileCorrupt(f"vector file array {name} has shape {arrays[name].shape}, expected {shape}")
+        if len(self._centroids) and (
+            self._list_offsets[0] != 0
+            or self._list_offsets[-1] != self.rows
+            or bool((np.diff(self._list_offsets) < 0).any())
+        ):
+            raise VectorFileCorrupt("vector file list offsets do not cover its rows in order")
         if self.rows and int(self._doc_numbers.max()) >= len(self._documents):
             raise VectorFileCorrupt("vector file row names a document its header does not list")
 
@@ -243,22 +301,25 @@ class VectorFile:
         """The int8-reconstructed vectors (for merging files: a merged file re-quantises these)."""
         return self._codes.astype(np.float32) * self._scales[:, None]
 
+    @property
+    def partitioned(self) -> bool:
+        return len(self._centroids) > 0
+
     def search(
-        self, query: npt.NDArray[np.float32], k: int, candidates: int = 4000, exact_rows: int = EXACT_ROWS
+        self, query: npt.NDArray[np.float32], k: int, probes: int = PROBES, exact_rows: int = EXACT_ROWS
     ) -> list[VectorHit]:
         """The `k` rows most similar to `query` (L2-normalised, `dimensions` values), best first.
-        Above `exact_rows` rows, `candidates` rows preselected by their sign bits are rescored."""
+        A partitioned file of more than `exact_rows` rows is scanned in its `probes` lists most
+        similar to the query (more if they hold fewer than `k` rows); any other file in full."""
         vector = np.asarray(query, dtype=np.float32).reshape(-1)
         if vector.shape[0] != self.dimensions:
             raise ValueError(f"query has {vector.shape[0]} dimensions, the file {self.dimensions}")
         if k <= 0 or self.rows == 0:
             return []
-        if self.rows <= max(exact_rows, candidates, k):
-            rows = np.arange(self.rows)
-            scores = self._exact(vector)
+        if self.partitioned and self.rows > exact_rows:
+            rows, scores = self._scan_lists(vector, probes, k)
         else:
-            rows = self._preselect(vector, candidates)
-            scores = (self._codes[rows].astype(np.float32) @ vector) * self._scales[rows]
+            rows, scores = np.arange(self.rows), self._exact(vector)
         take = min(k, len(rows))
         best = np.argpartition(-scores, take - 1)[:take]
         best = best[np.argsort(-scores[best], kind="stable")]
@@ -271,12 +332,22 @@ class VectorFile:
             scores[start : start + BLOCK_ROWS] = block @ vector
         return scores * self._scales
 
-    def _preselect(self, vector: npt.NDArray[np.float32], candidates: int) -> npt.NDArray[np.intp]:
-        query_bits = sign_bits(vector[None, :], self._mean).view(np.uint64)[0]
-        distances = np.zeros(self.rows, dtype=np.uint16)
-        for word in range(self._bits.shape[1]):
-            distances += np.bitwise_count(self._bits[:, word] ^ query_bits[word])
-        return np.argpartition(distances, candidates - 1)[:candidates]
+    def _scan_lists(
+        self, vector: npt.NDArray[np.float32], probes: int, k: int
+    ) -> tuple[npt.NDArray[np.intp], npt.NDArray[np.float32]]:
+        """Rows and int8 scores of the lists whose centroids are most similar to `vector`."""
+        ranked = np.argsort(-(self._centroids @ vector), kind="stable")
+        sizes = np.diff(self._list_offsets)[ranked]
+        # Enough lists for `k` rows even when the first `probes` lists hold fewer.
+        needed = int(np.searchsorted(np.cumsum(sizes), k)) + 1
+        chosen = np.sort(ranked[: max(probes, needed)])  # in file order: reads move forward
+        row_parts, score_parts = [], []
+        for number in chosen:
+            start, end = int(self._list_offsets[number]), int(self._list_offsets[number + 1])
+            if end > start:
+                row_parts.append(np.arange(start, end))
+                score_parts.append((self._codes[start:end].astype(np.float32) @ vector) * self._scales[start:end])
+        return np.concatenate(row_parts), np.concatenate(score_parts)
 
     def _hit(self, row: int, score: float) -> VectorHit:
         described = self.row(row)
