@@ -245,8 +245,8 @@ def test_vectors_round_trip_through_the_reader_cache(stack, ingestor, embedder):
 def test_a_kb_mostly_waiting_for_vectors_is_searched_lexically():
     # Fusing a KB whose vectors cover few of its documents would rank those few first whatever the
     # words say: until nearly all are embedded, the KB answers lexically.
-    from agent_knowledge.index.dense import searchable
     from agent_knowledge.index.layout import MAX_UNEMBEDDED_SHARE, VECTOR_ROLE, IndexFile, IndexManifest
+    from agent_knowledge.index.query_vector import searchable
 
     vectors = IndexFile.model_construct(sha256="0" * 64, size=1, role=VECTOR_ROLE)
 

@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol, TypeAlias
 
-import numpy as np
-import numpy.typing as npt
+if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
 
-Vectors = npt.NDArray[np.float32]
+# numpy is imported where vectors are made, not here: a search container whose KBs have no vectors
+# (or a lexical-only stack) never needs it, and its import is ~55 ms of a cold start.
+Vectors: TypeAlias = "npt.NDArray[np.float32]"
 
 
 class Embedder(Protocol):
@@ -53,6 +56,8 @@ def is_remote(embedder: Embedder | None) -> bool:
 
 def normalised(vectors: Vectors) -> Vectors:
     """Rows scaled to unit length (a zero row stays zero), as float32."""
+    import numpy as np
+
     matrix = np.asarray(vectors, dtype=np.float32)
     norms = np.linalg.norm(matrix, axis=-1, keepdims=True)
     return np.divide(matrix, norms, out=np.zeros_like(matrix), where=norms > 0)

@@ -15,7 +15,6 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-import numpy as np
 from botocore.exceptions import BotoCoreError, ClientError, ConnectionError, HTTPClientError
 
 from agent_knowledge.embedding.base import Vectors, normalised
@@ -77,6 +76,8 @@ class BedrockEmbedder:
         return self._dimensions
 
     def embed_documents(self, texts: Sequence[str]) -> Vectors:
+        import numpy as np  # not at import: embedding.base
+
         if not texts:
             return np.zeros((0, self._dimensions), dtype=np.float32)
         if len(texts) == 1 or self._max_concurrency == 1:
@@ -121,6 +122,8 @@ class BedrockEmbedder:
                 f"bedrock returned {got} values, expected {self._dimensions}",
                 provider=PROVIDER, model_id=self._model_id, error_code="UnexpectedResponse", transient=False,
             )  # fmt: skip
+        import numpy as np  # not at import: embedding.base
+
         return np.asarray(embedding, dtype=np.float32)
 
     def _failure(self, code: str, *, transient: bool) -> EmbeddingFailed:

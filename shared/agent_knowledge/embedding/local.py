@@ -15,8 +15,6 @@ from collections.abc import Sequence
 from importlib import metadata
 from typing import Any
 
-import numpy as np
-
 from agent_knowledge.embedding.base import Vectors, normalised
 from agent_knowledge.errors import ConfigurationError
 
@@ -66,6 +64,8 @@ class LocalEmbedder:
         return self._model
 
     def embed_documents(self, texts: Sequence[str]) -> Vectors:
+        import numpy as np  # not at import: embedding.base
+
         if not texts:
             return np.zeros((0, DIMENSIONS), dtype=np.float32)
         with self._lock:
@@ -73,6 +73,8 @@ class LocalEmbedder:
         return normalised(np.asarray(vectors, dtype=np.float32).reshape(len(texts), DIMENSIONS))
 
     def embed_query(self, text: str) -> Vectors:
+        import numpy as np  # not at import: embedding.base
+
         with self._lock:
             vector = self._loaded().encode(text)
         return normalised(np.asarray(vector, dtype=np.float32).reshape(DIMENSIONS))

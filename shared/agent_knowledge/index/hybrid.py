@@ -16,10 +16,13 @@ matched terms are known; and when the vectors are of an older revision than the 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from agent_knowledge.index.kb_index import IndexHit
-from agent_knowledge.index.vectors import VectorHit
 from agent_knowledge.knowledge.fusion import DENSE_WEIGHT, weighted_parts
+
+if TYPE_CHECKING:  # index/vectors needs numpy: imported by search only for a KB with vectors
+    from agent_knowledge.index.vectors import VectorHit
 
 # Documents each retriever proposes per KB before fusion (the development sets were measured so).
 FUSION_DEPTH = 30

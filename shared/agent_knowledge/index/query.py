@@ -15,10 +15,10 @@ from agent_knowledge.embedding.base import Embedder
 from agent_knowledge.errors import KnowledgeError
 from agent_knowledge.identity.scope import Scope
 from agent_knowledge.index.analyzer import query_tokens
-from agent_knowledge.index.dense import QueryVector, dense_hits, searchable
 from agent_knowledge.index.hybrid import FUSION_DEPTH, fuse
 from agent_knowledge.index.kb_index import AnalyzedQuery, IndexHit, KbIndex
 from agent_knowledge.index.layout import IndexUnavailable
+from agent_knowledge.index.query_vector import QueryVector, searchable
 from agent_knowledge.index.reader_cache import IndexCache, IndexObjects, ServedIndex, index_cache
 from agent_knowledge.records import DocumentRecord, KnowledgeConfig
 from agent_knowledge.repositories.bodies import BodyMissing
@@ -199,6 +199,8 @@ def _kb_candidates(
         return [hit for hit in served.index.best_per_document(analyzed, top_k) if hit.score >= min_score]
     # Both retrievers propose FUSION_DEPTH documents (min-max rescaling over a deeper list is what
     # the development sets measured), and the KB keeps its top_k fused ones.
+    from agent_knowledge.index.dense import dense_hits  # numpy: only for a KB with vectors (query_vector)
+
     depth = max(top_k, FUSION_DEPTH)
     lexical = served.index.best_per_document(analyzed, depth)
     dense = dense_hits(served.manifest, served.directory, vector, depth, lambda doc_id: _revision(served.index, doc_id))

@@ -10,8 +10,8 @@ import time
 from dataclasses import dataclass
 
 from agent_knowledge.identity.caller import Workspace
-from agent_knowledge.index.dense import QueryVector
 from agent_knowledge.index.query import query_vector_for, retrieve
+from agent_knowledge.index.query_vector import QueryVector
 from agent_knowledge.knowledge.hints import fit_hints, hint_drafts, search_status
 from agent_knowledge.models import ParsedBody, SearchRequest, SearchResponse
 from agent_knowledge.records import DocumentRecord, RunRecord, SessionRecord
