@@ -168,6 +168,35 @@ def test_a_failed_update_takes_the_old_version_out_of_search(stack, pipeline):
     }
 
 
+@pytest.mark.parametrize(
+    ("content_type", "body"),
+    [
+        ("text/plain; charset=rot13", "Grebafba grkg."),
+        ("text/markdown; charset=base64", "SGVyb24gdGV4dC4="),
+        ("text/plain; charset=undefined", "Heron text."),
+        (None, '<html><head><meta charset="zlib"><title>Page</title></head><body>Heron text.</body></html>'),
+        (None, '<html><head><meta charset="punycode"><title>Page</title></head><body>Heron text.</body></html>'),
+    ],
+)
+def test_an_update_in_a_codec_that_is_no_text_encoding_fails_the_document_and_dead_letters_nothing(
+    stack, pipeline, content_type, body
+):
+    # Issue 23, finding 6: Python's non-text codecs named by Content-Type or <meta charset> raised
+    # LookupError/UnicodeError out of the ingest, the event was dead-lettered with no failed record
+    # and the old version stayed served. The update fails the document, with the reason, instead.
+    key = "page.html" if content_type is None else "doc.txt"
+    pipeline.put(f"kb/{key}", "<title>Old</title>heron old" if content_type is None else "Old\n\nheron old")
+    pipeline.run()
+    assert listing(stack)[key][0] == "ready"
+    pipeline.put(f"kb/{key}", body, content_type=content_type)
+    pipeline.run()
+    status, reason = listing(stack)[key]
+    assert status == "failed" and reason and "encoding" in reason
+    assert search_titles(stack, ["kb"], "heron") == []
+    assert pipeline.dead_letters("SourceDeadLetterQueue") == []
+    assert pipeline.dead_letters("IndexDeadLetterQueue") == []
+
+
 def test_objects_of_unknown_or_disabled_kbs_are_recorded_as_failed(stack, pipeline):
     create_disabled_knowledge_base(stack, "off")
     pipeline.put("nope/doc.md", "# Doc\n\nText.")

@@ -352,3 +352,22 @@ def test_an_index_written_by_another_version_is_rebuilt_after_a_reconcile(stack,
     assert [hit.document.title for hit in after.documents] == ["Doc"]
     assert after.failed_kb_ids == after.degraded_kb_ids == []
     assert not reconcile_kb(deps_at(LATER), "kb").index_requested  # once rebuilt, nothing more
+
+
+def test_the_local_schedule_invokes_the_reconciler_function_again_and_again(stack, pipeline):
+    # `serve`'s stand-in for the EventBridge schedule (agent_knowledge_dev.reconcile_schedule): the
+    # reconciler function itself runs, first after `first_run`, then every `interval`.
+    from agent_knowledge_dev.reconcile_schedule import ReconcileSchedule
+
+    pipeline.put("kb/doc.md", "# Doc\n\nThe scheduled newt.")  # the run goes over the bucket's KBs
+    pipeline.run()
+    assert stack.repositories.knowledge_bases.get("kb").last_sync is None
+    schedule = ReconcileSchedule(interval=0.05, first_run=0.01).start()
+    try:
+        deadline = time.monotonic() + 60
+        while schedule.runs < 2 and time.monotonic() < deadline:
+            time.sleep(0.02)
+    finally:
+        schedule.stop()
+    assert schedule.runs >= 2
+    assert stack.repositories.knowledge_bases.get("kb").last_sync is not None
