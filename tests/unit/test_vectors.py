@@ -4,6 +4,7 @@ recall on real embeddings and on a clustered set."""
 from __future__ import annotations
 
 import functools
+import io
 
 import numpy as np
 import pytest
@@ -19,6 +20,7 @@ from agent_knowledge.index.vectors import (
     VectorRow,
     file_name,
     quantise,
+    write_quantised,
     write_vectors,
 )
 
@@ -204,3 +206,28 @@ def test_list_offsets_that_do_not_cover_the_rows_are_corrupt():
     data[position : position + 8] = np.uint64(11).tobytes()
     with pytest.raises(VectorFileCorrupt, match="list offsets"):
         VectorFile(bytes(data))
+
+
+@pytest.mark.parametrize("partition_rows", [0, 10_000])
+def test_a_file_written_from_int8_rows_keeps_their_codes_and_is_the_file_write_vectors_makes(partition_rows):
+    # What a merge does (vector_generation._merged): the rows' codes are carried, not re-quantised,
+    # and streamed to the file; the bytes are those write_vectors makes of the same vectors.
+    vectors = clustered_rows(10, 30, dimensions=16)
+    rows = rows_for(len(vectors))
+    codes, scales = quantise(vectors)
+    streamed = io.BytesIO()
+    write_quantised(streamed, "m", rows, codes, scales, partition_rows)
+    assert streamed.getvalue() == write_vectors("m", rows, vectors, partition_rows=partition_rows)
+    opened = VectorFile(streamed.getvalue())
+    numbers = [int(row.chunk_digest, 16) for row in opened.rows_of()]
+    carried_codes, carried_scales = opened.quantised(np.arange(opened.rows))
+    assert (carried_codes == codes[numbers]).all() and (carried_scales == scales[numbers]).all()
+    # Merged again (rows in the file's order, as `_merged` reads them): every row keeps its codes.
+    again = io.BytesIO()
+    write_quantised(again, "m", list(opened.rows_of()), carried_codes, carried_scales, partition_rows)
+    merged = VectorFile(again.getvalue())
+    codes_by_row = {
+        int(row.chunk_digest, 16): code.tolist()
+        for row, code in zip(merged.rows_of(), merged.quantised(np.arange(merged.rows))[0], strict=True)
+    }
+    assert codes_by_row == {number: codes[number].tolist() for number in range(len(vectors))}

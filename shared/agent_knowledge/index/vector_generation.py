@@ -24,9 +24,11 @@ merges all of them. A KB is embedded by one model: a pass whose embedder is anot
 from __future__ import annotations
 
 import os
+import threading
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
+from typing import BinaryIO
 
 import numpy as np
 import numpy.typing as npt
@@ -42,8 +44,10 @@ from agent_knowledge.index.vectors import (
     VectorFile,
     VectorRow,
     file_name,
+    name_of,
     open_vector_file,
     vector_files,
+    write_quantised,
     write_vectors,
 )
 from agent_knowledge.records import KnowledgeBaseRecord
@@ -294,7 +298,9 @@ def _write(directory: str, data: bytes) -> dict[str, IndexFile]:
 
 
 def _merged(directory: str, model_id: str, inputs: list[VectorFile], index: KbIndex) -> dict[str, IndexFile]:
-    """One file with the rows of `inputs` whose document revision `index` still holds."""
+    """One file with the rows of `inputs` whose document revision `index` still holds. Their int8
+    codes are carried as they are (no float copy, no second quantisation) and streamed to the file:
+    merging a million rows holds their 512 MB of codes once (at 512 dimensions)."""
     revisions: dict[str, str | None] = {}
 
     def current(doc_id: str) -> str | None:
@@ -304,15 +310,36 @@ def _merged(directory: str, model_id: str, inputs: list[VectorFile], index: KbIn
         return revisions[doc_id]
 
     rows: list[VectorRow] = []
-    parts: list[npt.NDArray[np.float32]] = []
+    kept: list[tuple[VectorFile, npt.NDArray[np.intp]]] = []
     for vectors in inputs:
-        kept = [(number, row) for number, row in enumerate(vectors.rows_of()) if current(row.doc_id) == row.revision]
-        if kept:
-            rows.extend(row for _, row in kept)
-            parts.append(vectors.vectors()[[number for number, _ in kept]])
+        found = [(number, row) for number, row in enumerate(vectors.rows_of()) if current(row.doc_id) == row.revision]
+        if found:
+            rows.extend(row for _, row in found)
+            kept.append((vectors, np.fromiter((number for number, _ in found), np.intp, len(found))))
     if not rows:
         return {}
-    return _write(directory, write_vectors(model_id, rows, np.concatenate(parts)))
+    codes = np.empty((len(rows), kept[0][0].dimensions), dtype=np.int8)
+    scales = np.empty(len(rows), dtype=np.float32)
+    filled = 0
+    for vectors, numbers in kept:
+        codes[filled : filled + len(numbers)], scales[filled : filled + len(numbers)] = vectors.quantised(numbers)
+        filled += len(numbers)
+    return _write_streamed(directory, lambda target: write_quantised(target, model_id, rows, codes, scales))
+
+
+def _write_streamed(directory: str, write: Callable[[BinaryIO], None]) -> dict[str, IndexFile]:
+    """`write` into a file of `directory`, named by its content once written (`vectors.file_name`)."""
+    partial = os.path.join(directory, f".vectors-{os.getpid()}-{threading.get_ident()}.partial")
+    try:
+        with open(partial, "wb") as target:
+            write(target)
+        sha256, size = sha256_of_file(partial)
+        name = name_of(sha256)
+        os.replace(partial, os.path.join(directory, name))
+    finally:
+        if os.path.exists(partial):
+            os.unlink(partial)
+    return {name: IndexFile(sha256=sha256, size=size, role=VECTOR_ROLE)}
 
 
 def backlog_passes(

@@ -32,13 +32,14 @@ scanned exactly until a merge or a rebuild writes them again in format 2.
 from __future__ import annotations
 
 import hashlib
+import io
 import json
 import mmap
 import os
 import struct
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, BinaryIO
 
 import numpy as np
 import numpy.typing as npt
@@ -105,7 +106,12 @@ class VectorHit:
 def file_name(data: bytes) -> str:
     """The file's name in the index: the first 32 hex digits of its SHA-256 (the manifest keeps the
     whole digest), so a name never refers to two different contents."""
-    return f"{hashlib.sha256(data).hexdigest()[:32]}.{EXTENSION}"
+    return name_of(hashlib.sha256(data).hexdigest())
+
+
+def name_of(sha256_hex: str) -> str:
+    """`file_name` of a file whose SHA-256 is known (one written in a stream)."""
+    return f"{sha256_hex[:32]}.{EXTENSION}"
 
 
 def quantise(vectors: npt.NDArray[np.float32]) -> tuple[npt.NDArray[np.int8], npt.NDArray[np.float32]]:
@@ -124,15 +130,23 @@ def list_count(rows: int) -> int:
     return max(1, round(rows**0.5))
 
 
+def _reconstructed(codes: npt.NDArray[np.int8], scales: npt.NDArray[np.float32]) -> npt.NDArray[np.float32]:
+    return codes.astype(np.float32) * scales[:, None]
+
+
 def partition(
-    vectors: npt.NDArray[np.float32], lists: int, seed: int = 0
+    codes: npt.NDArray[np.int8], scales: npt.NDArray[np.float32], lists: int, seed: int = 0
 ) -> tuple[npt.NDArray[np.float32], npt.NDArray[np.intp]]:
-    """Spherical k-means: `lists` unit centroids trained on a sample of `vectors`, and each row's
-    list (its most similar centroid). Seeded, so the same rows give the same file."""
+    """Spherical k-means over the int8 vectors: `lists` unit centroids trained on a sample, and each
+    row's list (its most similar centroid). Rows are reconstructed as float32 a block at a time, so
+    a merge of a million rows never holds them all as floats (2 GB at 512 dimensions). Seeded, so
+    the same rows give the same file."""
+    rows = len(codes)
     rng = np.random.default_rng(seed)
-    lists = min(lists, len(vectors))
-    sample_size = min(len(vectors), lists * TRAINING_ROWS_PER_LIST)
-    sample = vectors[np.sort(rng.choice(len(vectors), sample_size, replace=False))]
+    lists = min(lists, rows)
+    sample_size = min(rows, lists * TRAINING_ROWS_PER_LIST)
+    chosen = np.sort(rng.choice(rows, sample_size, replace=False))
+    sample = _reconstructed(codes[chosen], scales[chosen])
     centroids = sample[rng.choice(len(sample), lists, replace=False)].copy()
     for _ in range(KMEANS_ITERATIONS):
         members = np.argmax(sample @ centroids.T, axis=1)
@@ -143,9 +157,9 @@ def partition(
         sums[empty] = sample[rng.choice(len(sample), len(empty), replace=False)]
         norms = np.linalg.norm(sums, axis=1, keepdims=True)
         centroids = np.where(norms > 0, sums / np.where(norms > 0, norms, 1.0), centroids).astype(np.float32)
-    assignment = np.empty(len(vectors), dtype=np.intp)
-    for start in range(0, len(vectors), ASSIGN_BLOCK_ROWS):
-        block = vectors[start : start + ASSIGN_BLOCK_ROWS]
+    assignment = np.empty(rows, dtype=np.intp)
+    for start in range(0, rows, ASSIGN_BLOCK_ROWS):
+        block = _reconstructed(codes[start : start + ASSIGN_BLOCK_ROWS], scales[start : start + ASSIGN_BLOCK_ROWS])
         assignment[start : start + ASSIGN_BLOCK_ROWS] = np.argmax(block @ centroids.T, axis=1)
     return centroids, assignment
 
@@ -160,13 +174,36 @@ def write_vectors(
         raise ValueError(f"{len(rows)} rows need a ({len(rows)}, d) matrix, got shape {matrix.shape}")
     if not np.isfinite(matrix).all():
         raise ValueError("vectors must be finite")
-    dimensions = int(matrix.shape[1])
     codes, scales = quantise(matrix)
+    target = io.BytesIO()
+    write_quantised(target, model_id, rows, codes, scales, partition_rows)
+    return target.getvalue()
+
+
+def write_quantised(
+    target: BinaryIO,
+    model_id: str,
+    rows: Sequence[VectorRow],
+    codes: npt.NDArray[np.int8],
+    scales: npt.NDArray[np.float32],
+    partition_rows: int = EXACT_ROWS,
+) -> None:
+    """Write the vector file of `rows` and their int8 `codes` and `scales` (`quantise`) to `target`.
+
+    What a merge writes: the rows keep their codes (no second quantisation), and the codes are
+    streamed to `target` list by list, never copied whole — a merged file of a million rows at 512
+    dimensions costs its 512 MB of codes once, in memory, not three times (`write_vectors`' bytes
+    are for small files and tests)."""
+    if codes.ndim != 2 or codes.shape[0] != len(rows) or scales.shape != (len(rows),):
+        raise ValueError(f"{len(rows)} rows need (rows, d) codes and (rows,) scales, got {codes.shape}, {scales.shape}")
+    dimensions = int(codes.shape[1])
+    order: npt.NDArray[np.intp] | None = None
     if len(rows) > partition_rows:
-        centroids, assignment = partition(matrix, list_count(len(rows)))
+        centroids, assignment = partition(codes, scales, list_count(len(rows)))
         order = np.argsort(assignment, kind="stable")
         offsets = np.concatenate([[0], np.cumsum(np.bincount(assignment, minlength=len(centroids)))])
-        codes, scales, rows = codes[order], scales[order], [rows[i] for i in order]
+        rows = [rows[i] for i in order]
+        scales = scales[order]
     else:
         centroids, offsets = np.zeros((0, dimensions), np.float32), np.zeros(1, np.int64)
     documents: dict[tuple[str, str], int] = {}
@@ -176,8 +213,8 @@ def write_vectors(
     chunk_indexes = np.fromiter((r.chunk_index for r in rows), np.uint32, len(rows))
     digests = np.frombuffer(b"".join(bytes.fromhex(r.chunk_digest) for r in rows), np.uint8).reshape(-1, DIGEST_BYTES)
     arrays: dict[str, npt.NDArray[Any]] = {
-        "codes": codes,
-        "scales": scales,
+        "codes": codes,  # written in `order` below
+        "scales": np.ascontiguousarray(scales, dtype=np.float32),
         "centroids": centroids.astype(np.float32),
         "list_offsets": offsets.astype(np.uint64),
         "doc_numbers": doc_numbers,
@@ -187,7 +224,7 @@ def write_vectors(
     layout: dict[str, list[Any]] = {}
     offset = 0
     for name, array in arrays.items():
-        layout[name] = [offset, array.dtype.str, list(array.shape)]
+        layout[name] = [offset, np.dtype(array.dtype).str, list(array.shape)]
         offset += _padded(array.nbytes)
     header = json.dumps(
         {
@@ -201,11 +238,14 @@ def write_vectors(
         separators=(",", ":"),
     ).encode("utf-8")
     start = _padded(len(MAGIC) + 4 + len(header))
-    parts = [MAGIC, struct.pack("<I", len(header)), header, b"\0" * (start - len(MAGIC) - 4 - len(header))]
-    for array in arrays.values():
-        data = np.ascontiguousarray(array).tobytes()
-        parts += [data, b"\0" * (_padded(len(data)) - len(data))]
-    return b"".join(parts)
+    target.write(MAGIC + struct.pack("<I", len(header)) + header + b"\0" * (start - len(MAGIC) - 4 - len(header)))
+    for name, array in arrays.items():
+        if name == "codes" and order is not None:
+            for first in range(0, len(order), ASSIGN_BLOCK_ROWS):
+                target.write(np.ascontiguousarray(codes[order[first : first + ASSIGN_BLOCK_ROWS]]).data)
+        else:
+            target.write(np.ascontiguousarray(array).data)
+        target.write(b"\0" * (_padded(array.nbytes) - array.nbytes))
 
 
 def _padded(size: int) -> int:
@@ -298,8 +338,12 @@ class VectorFile:
         return (self.row(number) for number in range(self.rows))
 
     def vectors(self) -> npt.NDArray[np.float32]:
-        """The int8-reconstructed vectors (for merging files: a merged file re-quantises these)."""
-        return self._codes.astype(np.float32) * self._scales[:, None]
+        """The int8-reconstructed vectors, all of them as float32 (a merge takes `quantised` instead)."""
+        return _reconstructed(self._codes, self._scales)
+
+    def quantised(self, numbers: npt.NDArray[np.intp]) -> tuple[npt.NDArray[np.int8], npt.NDArray[np.float32]]:
+        """The int8 codes and scales of the rows `numbers`: what a merge carries into its file."""
+        return self._codes[numbers], self._scales[numbers]
 
     @property
     def partitioned(self) -> bool:
