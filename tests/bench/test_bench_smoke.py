@@ -119,3 +119,12 @@ def test_pipeline_measures_freshness_bulk_and_calls(results):
     assert bulk["aws_calls"]["dynamodb:PutItem"] >= bulk["documents"]
     assert bulk["cost"]["usd_per_1000_documents"]["total_without_lambda_duration"] > 0
     assert "Ingestion pipeline" in "\n".join(report.RENDERERS["pipeline"]({"commit": "x", "result": result}))
+
+
+def test_vectors_merge_compares_the_two_methods_on_the_same_files(tmp_path, capsys):
+    from bench.retrieval import vectors_merge
+
+    assert vectors_merge.main(["--files", "2", "--rows", "300", "--runs", "1", "--dir", str(tmp_path)]) == 0
+    report = json.loads(capsys.readouterr().out)
+    codes, floats = report["runs"]["codes"][0], report["runs"]["floats"][0]
+    assert report["rows"] == 600 and codes["bytes_out"] == floats["bytes_out"] > 600 * 512
