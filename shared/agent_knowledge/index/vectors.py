@@ -83,7 +83,7 @@ class VectorFileCorrupt(IndexUnavailable):
     """A vector file is truncated, of an unknown format, or inconsistent with its header."""
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)  # slots: a merge of a million rows holds a million of these
 class VectorRow:
     """What one row's vector belongs to: hits are validated against the current records with it."""
 
