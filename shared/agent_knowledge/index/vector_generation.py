@@ -15,10 +15,11 @@ embedded, written and merged together, so a vector file covers a document revisi
 not at all.
 
 Vector files are merged by their own small policy (`merge_due`): above MAX_VECTOR_FILES files the
-smallest MERGE_FANIN are rewritten as one, without re-embedding (their int8 vectors are re-quantised
-as they are), dropping the rows of document revisions the generation no longer holds; a rebuild
-merges all of them. A KB is embedded by one model: a pass whose embedder is another model refuses
-(`ModelMismatch`) and `kb reindex` starts the KB over with the configured model, reusing nothing.
+smallest MERGE_FANIN are rewritten as one, without re-embedding (their int8 codes are carried as
+they are and streamed to the file: `_merged`), dropping the rows of document revisions the
+generation no longer holds; a rebuild merges all of them. A KB is embedded by one model: a pass
+whose embedder is another model refuses (`ModelMismatch`) and `kb reindex` starts the KB over with
+the configured model, reusing nothing.
 """
 
 from __future__ import annotations
