@@ -231,3 +231,95 @@ def test_a_file_written_from_int8_rows_keeps_their_codes_and_is_the_file_write_v
         for row, code in zip(merged.rows_of(), merged.quantised(np.arange(merged.rows))[0], strict=True)
     }
     assert codes_by_row == {number: codes[number].tolist() for number in range(len(vectors))}
+
+
+def header_and_arrays(data: bytes) -> tuple[dict, bytes]:
+    """A vector file's header (parsed) and its array region (from the padded start)."""
+    import json
+    import struct
+
+    (length,) = struct.unpack_from("<I", data, 8)
+    start = 8 + 4 + length + (-(8 + 4 + length)) % 64
+    return json.loads(data[12 : 12 + length]), data[start:]
+
+
+def file_of(header: dict, arrays: bytes) -> bytes:
+    """The file of `header` and an array region (offsets in the header are relative to it)."""
+    import json
+    import struct
+
+    encoded = json.dumps(header, separators=(",", ":")).encode()
+    head = b"AKVEC\x00\x01\x00" + struct.pack("<I", len(encoded)) + encoded
+    return head + b"\0" * ((-len(head)) % 64) + arrays
+
+
+def format_1_file(rows: list[VectorRow], vectors: np.ndarray) -> bytes:
+    """A vector file as format 1 wrote it (5f44fbb): codes, scales, the sign bits of the centred
+    vectors and their mean, no partition."""
+    codes, scales = quantise(vectors)
+    mean = vectors.mean(axis=0).astype(np.float32)
+    bits = np.packbits(vectors - mean > 0, axis=1)
+    bits = np.pad(bits, ((0, 0), (0, (-bits.shape[1]) % 8)))
+    documents: dict[tuple[str, str], int] = {}
+    numbers = np.array([documents.setdefault((r.doc_id, r.revision), len(documents)) for r in rows], np.uint32)
+    arrays = {
+        "codes": codes,
+        "scales": scales,
+        "bits": bits,
+        "mean": mean,
+        "doc_numbers": numbers,
+        "chunk_indexes": np.array([r.chunk_index for r in rows], np.uint32),
+        "digests": np.frombuffer(b"".join(bytes.fromhex(r.chunk_digest) for r in rows), np.uint8).reshape(-1, 8),
+    }
+    region, layout = b"", {}
+    for name, array in arrays.items():
+        layout[name] = [len(region), array.dtype.str, list(array.shape)]
+        region += array.tobytes() + b"\0" * ((-array.nbytes) % 64)
+    header = {"format": 1, "model_id": "m", "dimensions": vectors.shape[1], "rows": len(rows)}
+    return file_of({**header, "documents": [list(key) for key in documents], "arrays": layout}, region)
+
+
+def test_a_format_1_file_as_written_then_is_read_and_scanned_exactly():
+    vectors = unit_rows(30)
+    opened = VectorFile(format_1_file(rows_for(30), vectors))
+    assert not opened.partitioned and opened.rows == 30
+    assert [hit.row for hit in opened.search(vectors[7], 3)][0] == 7
+    assert list(opened.rows_of()) == rows_for(30)
+
+
+@pytest.mark.parametrize(
+    "damage",
+    [
+        lambda h: h["arrays"]["centroids"].__setitem__(2, []),  # a 0-d centroid array
+        lambda h: h["arrays"]["doc_numbers"].__setitem__(1, "<i4"),  # signed: -1 would name a document
+        lambda h: h["arrays"]["codes"].__setitem__(1, "|S1"),
+        lambda h: h["arrays"]["scales"].__setitem__(0, -64),  # reads the header's bytes
+        lambda h: h.__setitem__("documents", ["ab", *h["documents"][1:]]),
+        lambda h: h.__setitem__("dimensions", -16),
+        lambda h: h["arrays"].pop("codes"),
+        lambda h: h.__setitem__("documents", 7),
+    ],
+)
+def test_a_damaged_header_is_a_corrupt_vector_file_never_another_error(damage):
+    # Search catches VectorFileCorrupt (an IndexUnavailable) per KB; any other exception here would
+    # fail the whole request.
+    header, arrays = header_and_arrays(write_vectors("m", rows_for(12), unit_rows(12), partition_rows=0))
+    damage(header)
+    with pytest.raises(VectorFileCorrupt):
+        VectorFile(file_of(header, arrays))
+
+
+def test_non_finite_scales_are_refused_by_the_writer_and_the_reader():
+    vectors = unit_rows(6)
+    codes, scales = quantise(vectors)
+    bad = scales.copy()
+    bad[2] = np.inf
+    with pytest.raises(ValueError, match="finite"):
+        write_quantised(io.BytesIO(), "m", rows_for(6), codes, bad)
+    header, arrays = header_and_arrays(write_vectors("m", rows_for(6), vectors))
+    offset = header["arrays"]["scales"][0]
+    damaged = arrays[:offset] + np.float32(np.nan).tobytes() + arrays[offset + 4 :]
+    with pytest.raises(VectorFileCorrupt, match="scale"):
+        VectorFile(file_of(header, damaged))
+    with pytest.raises(ValueError, match="int8"):
+        write_quantised(io.BytesIO(), "m", rows_for(6), codes.astype(np.float64), scales)

@@ -71,6 +71,17 @@ ASSIGN_BLOCK_ROWS = 16384
 BLOCK_ROWS = 8192
 DIGEST_BYTES = 8
 _ALIGN = 64
+# The type of each array a reader uses (a header naming another is corrupt; format 1's sign bits and
+# mean are not read).
+ARRAY_DTYPES = {
+    "codes": "|i1",
+    "scales": "<f4",
+    "centroids": "<f4",
+    "list_offsets": "<u8",
+    "doc_numbers": "<u4",
+    "chunk_indexes": "<u4",
+    "digests": "|u1",
+}
 
 
 def vector_files(manifest: IndexManifest) -> dict[str, IndexFile]:
@@ -196,6 +207,10 @@ def write_quantised(
     are for small files and tests)."""
     if codes.ndim != 2 or codes.shape[0] != len(rows) or scales.shape != (len(rows),):
         raise ValueError(f"{len(rows)} rows need (rows, d) codes and (rows,) scales, got {codes.shape}, {scales.shape}")
+    if codes.dtype != np.int8:
+        raise ValueError(f"codes must be int8 (`quantise`), got {codes.dtype}")
+    if not (np.isfinite(scales).all() and bool((scales >= 0).all())):
+        raise ValueError("scales must be finite and non-negative")
     dimensions = int(codes.shape[1])
     order: npt.NDArray[np.intp] | None = None
     if len(rows) > partition_rows:
@@ -270,44 +285,59 @@ class VectorFile:
         buffer = memoryview(data)
         if len(buffer) < len(MAGIC) + 4 or bytes(buffer[: len(MAGIC)]) != MAGIC:
             raise VectorFileCorrupt("not a vector file of this format")
-        (header_length,) = struct.unpack_from("<I", buffer, len(MAGIC))
         try:
-            header = json.loads(bytes(buffer[len(MAGIC) + 4 : len(MAGIC) + 4 + header_length]))
-            if header["format"] not in READABLE_FORMATS:
-                raise VectorFileCorrupt(
-                    f"vector file format {header['format']}, this code reads formats {READABLE_FORMATS}"
-                )
-            self.model_id: str = header["model_id"]
-            self.dimensions: int = int(header["dimensions"])
-            self.rows: int = int(header["rows"])
-            self._documents: list[tuple[str, str]] = [(d, r) for d, r in header["documents"]]
-            start = _padded(len(MAGIC) + 4 + header_length)
-            arrays = {
-                name: self._array(buffer, start + offset, dtype, shape)
-                for name, (offset, dtype, shape) in header["arrays"].items()
-            }
-        except (KeyError, TypeError, ValueError, UnicodeDecodeError) as exc:
-            raise VectorFileCorrupt(f"unreadable vector file header or arrays: {exc}") from exc
+            self._read(buffer)
+        except VectorFileCorrupt:
+            raise
+        except (KeyError, TypeError, ValueError, IndexError, OverflowError, UnicodeDecodeError, struct.error) as exc:
+            # Whatever a damaged header makes of the arrays: one clean error, so that search fails
+            # this KB's source (`partial`) and never the whole request.
+            raise VectorFileCorrupt(f"unreadable vector file header or arrays: {type(exc).__name__}: {exc}") from exc
+
+    def _read(self, buffer: memoryview) -> None:
+        (header_length,) = struct.unpack_from("<I", buffer, len(MAGIC))
+        header = json.loads(bytes(buffer[len(MAGIC) + 4 : len(MAGIC) + 4 + header_length]))
+        if header["format"] not in READABLE_FORMATS:
+            raise VectorFileCorrupt(
+                f"vector file format {header['format']}, this code reads formats {READABLE_FORMATS}"
+            )
+        self.model_id: str = str(header["model_id"])
+        self.dimensions: int = int(header["dimensions"])
+        self.rows: int = int(header["rows"])
+        if self.dimensions <= 0 or self.rows < 0:
+            raise VectorFileCorrupt(f"vector file of {self.rows} rows of {self.dimensions} dimensions")
+        self._documents: list[tuple[str, str]] = []
+        for entry in header["documents"]:
+            if not (isinstance(entry, list) and len(entry) == 2 and all(isinstance(part, str) for part in entry)):
+                raise VectorFileCorrupt("vector file header lists a document that is not [doc_id, revision]")
+            self._documents.append((entry[0], entry[1]))
+        start = _padded(len(MAGIC) + 4 + header_length)
+        arrays = {
+            name: self._array(buffer, start, name, offset, dtype, shape)
+            for name, (offset, dtype, shape) in header["arrays"].items()
+        }
         self._codes = arrays["codes"]
         self._scales = arrays["scales"]
         # Format 1 files have no partition: they are scanned exactly.
-        self._centroids = arrays.get("centroids", np.zeros((0, self.dimensions), np.float32))
-        self._list_offsets = arrays.get("list_offsets", np.zeros(1, np.uint64)).astype(np.int64)
+        self._centroids = arrays["centroids"] if "centroids" in arrays else np.zeros((0, self.dimensions), np.float32)
+        offsets = arrays["list_offsets"] if "list_offsets" in arrays else np.zeros(1, np.uint64)
+        self._list_offsets = offsets.astype(np.int64)
         self._doc_numbers = arrays["doc_numbers"]
         self._chunk_indexes = arrays["chunk_indexes"]
         self._digests = arrays["digests"]
         expected = {
             "codes": (self.rows, self.dimensions),
             "scales": (self.rows,),
-            "centroids": (len(self._centroids), self.dimensions),
+            "centroids": (self._centroids.shape[0] if self._centroids.ndim == 2 else -1, self.dimensions),
             "list_offsets": (len(self._centroids) + 1,),
             "doc_numbers": (self.rows,),
             "chunk_indexes": (self.rows,),
             "digests": (self.rows, DIGEST_BYTES),
         }
+        shapes = {**arrays, "centroids": self._centroids, "list_offsets": self._list_offsets}
         for name, shape in expected.items():
-            if arrays[name].shape != shape:
-                raise VectorFileCorrupt(f"vector file array {name} has shape {arrays[name].shape}, expected {shape}")
+            if shapes[name].shape != shape:
+                raise VectorFileCorrupt(f"vector file array {name} has shape {shapes[name].shape}, expected {shape}")
         if len(self._centroids) and (
             self._list_offsets[0] != 0
             or self._list_offsets[-1] != self.rows
@@ -316,14 +346,23 @@ class VectorFile:
             raise VectorFileCorrupt("vector file list offsets do not cover its rows in order")
         if self.rows and int(self._doc_numbers.max()) >= len(self._documents):
             raise VectorFileCorrupt("vector file row names a document its header does not list")
+        # One pass over 4 bytes a row: a non-finite or negative scale would rank its row anywhere.
+        if not (np.isfinite(self._scales).all() and bool((self._scales >= 0).all())):
+            raise VectorFileCorrupt("vector file has a scale that is not a finite, non-negative number")
 
     @staticmethod
-    def _array(buffer: memoryview, offset: int, dtype: str, shape: list[int]) -> npt.NDArray[Any]:
+    def _array(
+        buffer: memoryview, start: int, name: str, offset: int, dtype: str, shape: list[int]
+    ) -> npt.NDArray[Any]:
         kind = np.dtype(dtype)
+        if name in ARRAY_DTYPES and kind != np.dtype(ARRAY_DTYPES[name]):
+            raise VectorFileCorrupt(f"vector file array {name} is {kind.str}, expected {ARRAY_DTYPES[name]}")
+        if int(offset) < 0 or any(int(size) < 0 for size in shape):
+            raise VectorFileCorrupt(f"vector file array {name} has a negative offset or size")
         count = int(np.prod(shape, dtype=np.int64))
-        if offset + count * kind.itemsize > len(buffer):
+        if start + int(offset) + count * kind.itemsize > len(buffer):
             raise VectorFileCorrupt("vector file is truncated")
-        return np.frombuffer(buffer, dtype=kind, count=count, offset=offset).reshape(shape)
+        return np.frombuffer(buffer, dtype=kind, count=count, offset=start + int(offset)).reshape(shape)
 
     @property
     def documents(self) -> frozenset[tuple[str, str]]:
