@@ -44,7 +44,6 @@ from agent_knowledge.index.local_files import LocalFiles, local_files
 from agent_knowledge.index.vectors import (
     VectorFile,
     VectorRow,
-    file_name,
     name_of,
     open_vector_file,
     vector_files,
@@ -290,12 +289,10 @@ def _embed(embedder: Embedder, chunks: Sequence[IndexedChunk], into: dict[ChunkK
 
 
 def _write(directory: str, data: bytes) -> dict[str, IndexFile]:
-    name = file_name(data)
-    path = os.path.join(directory, name)
-    with open(path, "wb") as target:
-        target.write(data)
-    sha256, size = sha256_of_file(path)
-    return {name: IndexFile(sha256=sha256, size=size, role=VECTOR_ROLE)}
+    # Through a partial file and a rename, like a merge: a file of the same content may already be
+    # in the directory as a hard link to the reader's copy (a rebuild links the previous vector
+    # files in), and opening it for writing would truncate that shared copy.
+    return _write_streamed(directory, lambda target: target.write(data))
 
 
 def _merged(directory: str, model_id: str, inputs: list[VectorFile], index: KbIndex) -> dict[str, IndexFile]:
@@ -328,7 +325,7 @@ def _merged(directory: str, model_id: str, inputs: list[VectorFile], index: KbIn
     return _write_streamed(directory, lambda target: write_quantised(target, model_id, rows, codes, scales))
 
 
-def _write_streamed(directory: str, write: Callable[[BinaryIO], None]) -> dict[str, IndexFile]:
+def _write_streamed(directory: str, write: Callable[[BinaryIO], object]) -> dict[str, IndexFile]:
     """`write` into a file of `directory`, named by its content once written (`vectors.file_name`)."""
     partial = os.path.join(directory, f".vectors-{os.getpid()}-{threading.get_ident()}.partial")
     try:
