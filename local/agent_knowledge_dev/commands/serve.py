@@ -6,8 +6,9 @@ import argparse
 
 from agent_knowledge_dev.commands import Command
 
-# stack.LOCAL_EMBEDDING_PROVIDERS, which the stack checks; not imported here, where it would load
-# the template's YAML on every CLI start.
+# stack.LOCAL_EMBEDDING_PROVIDERS, which the stack checks (test_local_stack_embedding pins them
+# equal); not imported from there: `agent_knowledge_dev.stack` imports PyYAML and the template
+# module, ~50 ms on every CLI start.
 EMBEDDING_PROVIDERS = ("local", "none")
 
 

@@ -43,13 +43,11 @@ class QueryVector:
 
     _pool = ThreadPoolExecutor(max_workers=4, thread_name_prefix="query-embedding")
 
-    def __init__(self, embedder: Embedder | None, query: str, start_now: bool = False) -> None:
+    def __init__(self, embedder: Embedder | None, query: str) -> None:
         self._embedder = embedder if query.strip() else None
         self.query = query
         self._lock = threading.Lock()
         self._future: Future[npt.NDArray[np.float32]] | None = None
-        if start_now:
-            self.start_remote()
 
     def start_remote(self) -> None:
         """Start a remote provider's call now, in a thread (once; a local model waits for `get`:

@@ -24,12 +24,13 @@ the configured model, reusing nothing.
 
 from __future__ import annotations
 
+import hashlib
 import os
 import threading
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import BinaryIO
+from typing import Any, BinaryIO
 
 import numpy as np
 import numpy.typing as npt
@@ -39,9 +40,10 @@ from agent_knowledge.errors import EmbeddingFailed, KnowledgeBaseMissing, Knowle
 from agent_knowledge.index import writer as index_writer
 from agent_knowledge.index.chunks import IndexedChunk
 from agent_knowledge.index.kb_index import KbIndex
-from agent_knowledge.index.layout import VECTOR_ROLE, IndexFile, IndexManifest, sha256_of_file
+from agent_knowledge.index.layout import VECTOR_ROLE, IndexFile, IndexManifest
 from agent_knowledge.index.local_files import LocalFiles, local_files
 from agent_knowledge.index.vectors import (
+    Sink,
     VectorFile,
     VectorRow,
     name_of,
@@ -325,19 +327,34 @@ def _merged(directory: str, model_id: str, inputs: list[VectorFile], index: KbIn
     return _write_streamed(directory, lambda target: write_quantised(target, model_id, rows, codes, scales))
 
 
-def _write_streamed(directory: str, write: Callable[[BinaryIO], object]) -> dict[str, IndexFile]:
+class _HashingFile:
+    """A file being written, hashed as it goes: its name and digest need no second read of it."""
+
+    def __init__(self, target: BinaryIO) -> None:
+        self._target = target
+        self.sha256 = hashlib.sha256()
+        self.size = 0
+
+    def write(self, data: Any, /) -> int:
+        self.sha256.update(data)
+        self.size += memoryview(data).nbytes
+        return self._target.write(data)
+
+
+def _write_streamed(directory: str, write: Callable[[Sink], object]) -> dict[str, IndexFile]:
     """`write` into a file of `directory`, named by its content once written (`vectors.file_name`)."""
     partial = os.path.join(directory, f".vectors-{os.getpid()}-{threading.get_ident()}.partial")
     try:
         with open(partial, "wb") as target:
-            write(target)
-        sha256, size = sha256_of_file(partial)
+            hashing = _HashingFile(target)
+            write(hashing)
+        sha256 = hashing.sha256.hexdigest()
         name = name_of(sha256)
         os.replace(partial, os.path.join(directory, name))
     finally:
         if os.path.exists(partial):
             os.unlink(partial)
-    return {name: IndexFile(sha256=sha256, size=size, role=VECTOR_ROLE)}
+    return {name: IndexFile(sha256=sha256, size=hashing.size, role=VECTOR_ROLE)}
 
 
 def backlog_passes(

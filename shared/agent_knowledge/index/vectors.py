@@ -8,8 +8,9 @@ listed in a generation's manifest and synced by the reader cache like a tantivy 
 
 Storage per row (d = dimensions, 512 for the local model): d bytes of int8 codes with one float32
 scale (symmetric per-row quantisation: cosine error ~1e-3), the document number and chunk number
-(uint32 each) and the 8-byte digest: 532 bytes at d = 512, plus, in a partitioned file, d float32
-per list (~2 bytes per row at 1M rows): 534 MB for 1M chunks (1,070 bytes per row at Titan's 1024).
+(uint32 each) and the 8-byte digest: 532 bytes at d = 512 (1,044 at Titan's 1024), plus, in a
+partitioned file, d float32 per list (~2 bytes per row at 1M rows at d = 512), and the header's list
+of documents: a file of 1M chunks of 4 per document measured 538 MB (bench/README.md).
 
 Search: up to `EXACT_ROWS` rows the int8 codes are scored exactly (one float32 matrix-vector product
 per block). A file of more rows is written partitioned (an inverted file): a spherical k-means of
@@ -39,7 +40,7 @@ import os
 import struct
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, BinaryIO
+from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 import numpy.typing as npt
@@ -191,8 +192,14 @@ def write_vectors(
     return target.getvalue()
 
 
+class Sink(Protocol):
+    """Where a vector file is written: a binary file, or anything with its `write`."""
+
+    def write(self, data: Any, /) -> object: ...
+
+
 def write_quantised(
-    target: BinaryIO,
+    target: Sink,
     model_id: str,
     rows: Sequence[VectorRow],
     codes: npt.NDArray[np.int8],
