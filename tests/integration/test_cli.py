@@ -542,7 +542,9 @@ def test_doc_list_kb_status_kb_list_and_reindex(run):
     assert DEMO_KB in [kb["kb_id"] for kb in run("kb", "list").json()]
     reindexed = run("kb", "reindex", DEMO_KB).json()
     assert reindexed["index_generation"] == status["index_generation"] + 1
-    assert run("kb", "status", DEMO_KB).json()["index_generation"] == reindexed["index_generation"]
+    # The rebuild's generation is published; the indexer's vector pass may already have published
+    # the next one (the rebuilt documents' vectors, reused, in one merged file), so never less.
+    assert run("kb", "status", DEMO_KB).json()["index_generation"] >= reindexed["index_generation"]
     assert run("kb", "status", "missing-kb").status == 1
 
 
