@@ -1,5 +1,5 @@
 """The documentation stays true: the OpenAPI document is valid, and the README documents every
-environment variable of the template and every CLI command."""
+environment variable and every parameter of the template and every CLI command."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from openapi_spec_validator import validate
 
 from agent_knowledge_dev.cli import COMMANDS
 from agent_knowledge_dev.commands import Command
-from agent_knowledge_dev.template import environment_variables
+from agent_knowledge_dev.template import environment_variables, template
 from tests.e2e.contract import spec
 
 README = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
@@ -59,6 +59,15 @@ def test_openapi_documents_the_three_knowledge_endpoints():
 
 def test_readme_documents_every_environment_variable_of_the_template():
     missing = [name for name in environment_variables() if f"`{name}`" not in README]
+    assert missing == []
+
+
+def test_readme_documents_every_parameter_of_the_template():
+    # A parameter need not reach the environment (memory and /tmp sizes go to the functions'
+    # properties), so the variables' test alone let five of them go undocumented.
+    parameters = template()["Parameters"]
+    assert len(parameters) > 20  # the template read is the real one
+    missing = [name for name in parameters if f"`{name}`" not in README]
     assert missing == []
 
 
