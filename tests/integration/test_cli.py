@@ -8,6 +8,7 @@ import os
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -111,8 +112,11 @@ def test_workspace_setup_and_session_lifecycle(run):
         "session", "issue", "--client", "hr-bot", "--route", "hr", "--principal-id", "ada", "--tenant", "acme",
         "--role", "analyst", "admin", "--on-behalf-of", "grace", "--ttl", "600",
     ).json()  # fmt: skip
-    assert set(issued) == {"session_id", "access_token", "expires_at"}
-    assert issued["expires_at"] - time.time() == pytest.approx(600, abs=30)
+    assert set(issued) == {"session_id", "access_token", "expires_at", "expires_at_epoch"}
+    assert issued["expires_at_epoch"] - time.time() == pytest.approx(600, abs=30)
+    # ISO 8601 in UTC, as hints give theirs; the same instant as the epoch seconds.
+    expires = datetime.strptime(issued["expires_at"], "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=UTC)
+    assert expires.timestamp() == issued["expires_at_epoch"]
     caller = open_workspace(_repositories(), f"Bearer {issued['access_token']}", "hr", time.time()).caller
     assert caller.session.principal is not None
     assert caller.session.principal.model_dump() == {
@@ -345,7 +349,7 @@ def test_session_ttl_is_a_positive_number_of_seconds_up_to_7_days(run, ttl):
 
 def test_session_ttl_of_7_days_is_accepted(run):
     issued = run("session", "issue", "--client", "demo-agent", "--route", DEMO_ROUTE, "--ttl", "604800").json()
-    assert issued["expires_at"] - time.time() == pytest.approx(604800, abs=30)
+    assert issued["expires_at_epoch"] - time.time() == pytest.approx(604800, abs=30)
 
 
 @pytest.mark.parametrize("ttl", ["0", "-1", "2592001", "day"])

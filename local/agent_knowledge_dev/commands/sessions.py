@@ -24,6 +24,7 @@ def _issue_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _issue(arguments: argparse.Namespace) -> int:
+    from agent_knowledge.ingest.status import iso_utc
     from agent_knowledge.records import Principal
     from agent_knowledge_dev import admin
 
@@ -50,7 +51,16 @@ def _issue(arguments: argparse.Namespace) -> int:
         on_behalf_of=arguments.on_behalf_of,
         ttl_seconds=arguments.ttl,
     )
-    print_json({"session_id": record.session_id, "access_token": token, "expires_at": record.expires_at})
+    # ISO 8601 like every other time an agent sees (hints' expires_at); the epoch seconds beside it
+    # for scripts that compute with it (it was the only form before).
+    print_json(
+        {
+            "session_id": record.session_id,
+            "access_token": token,
+            "expires_at": iso_utc(record.expires_at),
+            "expires_at_epoch": record.expires_at,
+        }
+    )
     return 0
 
 
