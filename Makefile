@@ -50,12 +50,19 @@ bench: venv
 	$(BIN)/python -m bench
 
 ## Validate the template (cfn-lint with informational rules and checkov, both run by the scanners'
-## tests) and build the deployable bundle (needs a python3.12 on PATH).
+## tests; `make test` runs them too).
 validate: venv checkov
 	$(BIN)/python -m pytest -q tests/reliability/test_template_scanners.py
 
-build: validate
-	PYENV_VERSION=3.12.1 $(SAM) build
+## Build the deployable bundle with `sam build` (nothing else first: `make validate` checks the
+## template). It needs a python3.12 on PATH, the runtime's version: with pyenv, PYENV_VERSION
+## picks the newest 3.12 installed (pyenv resolves a version prefix); `make build PY312=3.12.4`
+## for a particular one.
+PY312 ?= 3.12
+build:
+	@PYENV_VERSION=$(PY312) python3.12 --version >/dev/null 2>&1 || { echo "make build: no python3.12 on PATH \
+	(sam build needs the runtime's Python 3.12: install one, or with pyenv \`pyenv install 3.12\`)" >&2; exit 1; }
+	PYENV_VERSION=$(PY312) $(SAM) build
 
 clean:
 	rm -rf $(VENV) .aws-sam .pytest_cache .mypy_cache .ruff_cache
