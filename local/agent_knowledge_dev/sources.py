@@ -74,19 +74,34 @@ class SourcesBucket:
             title = None
         return SourceObject(source_key, response["ETag"].strip('"'), title, response.get("VersionId") or None)
 
-    def put(self, kb_id: str, source_key: str, content: bytes, media_type: str, title: str | None = None) -> str:
-        return self.upload(kb_id, source_key, content, media_type, title).etag
+    def put(
+        self,
+        kb_id: str,
+        source_key: str,
+        content: bytes,
+        media_type: str,
+        title: str | None = None,
+        charset: str | None = None,
+    ) -> str:
+        return self.upload(kb_id, source_key, content, media_type, title, charset).etag
 
     def upload(
-        self, kb_id: str, source_key: str, content: bytes, media_type: str, title: str | None = None
+        self,
+        kb_id: str,
+        source_key: str,
+        content: bytes,
+        media_type: str,
+        title: str | None = None,
+        charset: str | None = None,
     ) -> SourceObject:
-        """Put the object; the version it became (`doc put --wait` follows that version)."""
+        """Put the object; the version it became (`doc put --wait` follows that version). A
+        `charset` goes into its Content-Type, which the ingest decodes a text object by."""
         with storage_errors(STORE):
             response = self._s3.put_object(
                 Bucket=self.bucket,
                 Key=self.key(kb_id, source_key),
                 Body=content,
-                ContentType=media_type,
+                ContentType=f"{media_type}; charset={charset}" if charset else media_type,
                 Metadata=title_metadata(title) if title else {},
             )
         return SourceObject(source_key, str(response["ETag"]).strip('"'), title, response.get("VersionId") or None)

@@ -481,10 +481,103 @@ def test_a_file_that_cannot_be_ingested_is_reported_and_not_uploaded(run, tmp_pa
     assert (summary["created"], summary["failed"]) == (1, 2)
     assert summary["failures"] == [
         {"source_key": "empty.md", "error": "body is empty"},
-        {"source_key": "latin1.txt", "error": "content is not valid UTF-8 (invalid byte at offset 3)"},
+        {
+            "source_key": "latin1.txt",
+            "error": "content is not valid UTF-8 (invalid byte at offset 3); if the file is in another encoding, "
+            "name it with --charset (e.g. --charset windows-1252)",
+        },
     ]
     # The stored version of a file that now fails stays as it was.
     assert _objects("broken") == {"empty.md": b"# Old\n\nGood old text.", "good.md": b"# Good\n\nFine.\n"}
+
+
+def _settled_body(kb_id: str, source_key: str) -> tuple[Any, str]:
+    """The key's record once the pipeline settled it, and its stored body (empty if failed)."""
+    from agent_knowledge.repositories.documents import document_id
+
+    deadline = time.monotonic() + 120
+    while True:
+        record = _repositories().documents.get(kb_id, document_id(source_key))
+        if record is not None and record.status in ("ready", "failed"):
+            body = _repositories().bodies.read(record.body_key).decode() if record.status == "ready" else ""
+            return record, body
+        assert time.monotonic() < deadline, f"{kb_id}/{source_key} not settled"
+        time.sleep(0.1)
+
+
+LATIN_1_NOTE = "# Crème brûlée\n\nÀ la carte: café, crème, brûlée, naïve façade.\n"
+
+
+def test_a_latin_1_file_is_ingested_with_the_charset_doc_put_declares(run, tmp_path):
+    document = tmp_path / "menu.txt"
+    document.write_bytes(LATIN_1_NOTE.encode("latin-1"))
+    run("kb", "create", "charsets")
+    refused = run("doc", "put", "charsets", "menu.txt", "--file", str(document))
+    assert refused.status == 1 and "content is not valid UTF-8 (invalid byte at offset 4)" in refused.stderr
+    assert "name it with --charset (e.g. --charset windows-1252)" in refused.stderr
+    result = run("doc", "put", "charsets", "menu.txt", "--file", str(document), "--charset", "latin-1", "--wait")
+    assert result.status == 0, result.stderr
+    assert result.json()["document"]["status"] == "ready"
+    head = aws.client("s3").head_object(Bucket=_sources_bucket(), Key="charsets/menu.txt")
+    assert head["ContentType"] == "text/plain; charset=latin-1"
+    # Through the ingest: the object's Content-Type decided how the pipeline decoded it.
+    record, body = _settled_body("charsets", "menu.txt")
+    assert record.status == "ready" and "naïve façade" in body and record.title == "Crème brûlée"
+
+
+def test_a_folder_upload_declares_the_charset_of_its_text_and_markdown_files_only(run, tmp_path):
+    folder = tmp_path / "mixed"
+    folder.mkdir()
+    (folder / "menu.txt").write_bytes(LATIN_1_NOTE.encode("latin-1"))
+    (folder / "carte.md").write_bytes("# À la carte\n\nCrème fraîche.\n".encode("cp1252"))
+    page = '<html><head><meta charset="utf-8"><title>Déjà vu</title></head><body><p>Été.</p></body></html>'
+    (folder / "page.html").write_text(page, encoding="utf-8")  # HTML declares its own: not re-decoded
+    run("kb", "create", "folder-charsets")
+    result = run("doc", "put", "folder-charsets", "--dir", str(folder), "--charset", "windows-1252", "--wait")
+    assert result.status == 0, result.stderr
+    assert (result.json()["created"], result.json()["ready"], result.json()["failed"]) == (3, 3, 0)
+    s3 = aws.client("s3")
+    types = {
+        key: s3.head_object(Bucket=_sources_bucket(), Key=f"folder-charsets/{key}")["ContentType"]
+        for key in ("menu.txt", "carte.md", "page.html")
+    }
+    assert types == {
+        "menu.txt": "text/plain; charset=windows-1252",
+        "carte.md": "text/markdown; charset=windows-1252",
+        "page.html": "text/html",
+    }
+    assert "Crème fraîche." in _settled_body("folder-charsets", "carte.md")[1]
+    assert _settled_body("folder-charsets", "page.html")[0].title == "Déjà vu"
+    # Without --charset a non-UTF-8 text file is refused with the way out.
+    plain = run("doc", "put", "folder-charsets", "--dir", str(folder))
+    assert plain.status == 1
+    errors = {failure["source_key"]: failure["error"] for failure in plain.json()["failures"]}
+    assert set(errors) == {"carte.md", "menu.txt"}
+    assert all(error.endswith("name it with --charset (e.g. --charset windows-1252)") for error in errors.values())
+
+
+@pytest.mark.parametrize(
+    ("file_name", "charset", "message"),
+    [
+        ("a.txt", "rot13", "--charset 'rot13' is not a text encoding the ingest decodes"),
+        ("a.txt", "no-such-charset", "--charset 'no-such-charset' is not a text encoding"),
+        ("a.html", "latin-1", "--charset is for .txt, .md and .markdown files; a.html is text/html"),
+    ],
+)
+def test_doc_put_refuses_a_charset_it_cannot_apply(run, tmp_path, file_name, charset, message):
+    document = tmp_path / file_name
+    document.write_text("<p>Text</p>", encoding="utf-8")
+    result = run("doc", "put", DEMO_KB, file_name, "--file", str(document), "--charset", charset)
+    assert result.status == 1 and message in result.stderr and result.stdout == ""
+    assert file_name not in _objects(DEMO_KB)
+
+
+def test_an_undecodable_byte_in_the_declared_charset_is_refused_before_the_upload(run, tmp_path):
+    document = tmp_path / "sjis.txt"
+    document.write_bytes(b"Text \x81\x20 broken")  # 0x81 0x20 is no Shift_JIS character
+    result = run("doc", "put", DEMO_KB, "sjis.txt", "--file", str(document), "--charset", "shift_jis")
+    assert result.status == 1
+    assert "cannot be ingested (nothing was uploaded): content is not valid shift_jis" in result.stderr
 
 
 def test_one_file_with_a_title_travels_as_object_metadata(run, tmp_path):

@@ -56,6 +56,12 @@ def _put_arguments(parser: argparse.ArgumentParser) -> None:
         help=f"every {suffixes} file below DIR; the rest is listed as ignored, with the reason",
     )
     parser.add_argument("--prune", action="store_true", help="with --dir: delete documents whose files are gone")
+    parser.add_argument(
+        "--charset",
+        metavar="NAME",
+        help="the encoding of the .txt, .md and .markdown files when it is not UTF-8 (latin-1, windows-1252, "
+        "shift_jis, ...): stored in the object's Content-Type, which the ingest decodes them by",
+    )
     _wait_arguments(parser, "how long the whole command may take, uploads and --wait included")
     parser.add_argument(
         "--workers",
@@ -106,8 +112,41 @@ def _check_wait(arguments: argparse.Namespace) -> None:
         raise CliError("--timeout must be a positive number of seconds")
 
 
+# The text formats that cannot declare their own encoding: `--charset` names it for them (HTML
+# declares its own in a `<meta>`; PDF, DOCX and PPTX are binary).
+CHARSET_MEDIA_TYPES = ("text/plain", "text/markdown")
+CHARSET_HINT = "; if the file is in another encoding, name it with --charset (e.g. --charset windows-1252)"
+
+
+def _check_charset(arguments: argparse.Namespace) -> None:
+    """`--charset` must name a text encoding the ingest decodes (content.text_codec)."""
+    from agent_knowledge.ingest.content import text_codec
+
+    if arguments.charset is None:
+        return
+    if text_codec(arguments.charset) is None:
+        raise CliError(
+            f"--charset {arguments.charset[:40]!r} is not a text encoding the ingest decodes: use one browsers "
+            "decode, e.g. latin-1, windows-1252, shift_jis, gb18030 (UTF-8 needs no --charset)"
+        )
+    arguments.charset = arguments.charset.strip()
+
+
+def _declared(content: bytes, media_type: str, charset: str | None) -> tuple[bytes | str, str | None]:
+    """The file as the ingest will take it, and the charset its object declares: with `--charset`,
+    a plain text or Markdown file is decoded here exactly as the ingest decodes the object
+    (`source_events.decode_declared`: an undecodable byte is refused with its offset); any other
+    file is left as it is and declares nothing."""
+    if charset is None or media_type not in CHARSET_MEDIA_TYPES:
+        return content, None
+    from agent_knowledge.ingest.source_events import decode_declared
+
+    return decode_declared(content, charset), charset
+
+
 def _put(arguments: argparse.Namespace) -> int:
     _check_wait(arguments)
+    _check_charset(arguments)
     if (arguments.file is None) == (arguments.dir is None):
         raise CliError("give either SOURCE_KEY --file PATH (one document) or --dir DIR (a folder)")
     if arguments.dir is not None:
@@ -159,7 +198,7 @@ def _check_title_argument(title: str) -> None:
 
 
 def _put_file(arguments: argparse.Namespace) -> int:
-    from agent_knowledge.errors import AgentKnowledgeError
+    from agent_knowledge.errors import AgentKnowledgeError, NotUtf8
     from agent_knowledge.ingest.source_files import MEDIA_TYPES_BY_SUFFIX, media_type_of
     from agent_knowledge_dev.bulk import UnreadableSource, read_source
 
@@ -174,17 +213,21 @@ def _put_file(arguments: argparse.Namespace) -> int:
     if media_type is None:
         raise CliError(f"{path}: only {', '.join(MEDIA_TYPES_BY_SUFFIX)} files can be ingested")
     _check_source_key(source_key, media_type, path)
+    if arguments.charset is not None and media_type not in CHARSET_MEDIA_TYPES:
+        raise CliError(f"--charset is for .txt, .md and .markdown files; {path.name} is {media_type}")
     try:
         content = read_source(path.resolve())  # a link named on the command line is the user's choice
-        prepared = _prepare(content, media_type, source_key, arguments.title)
+        text, charset = _declared(content, media_type, arguments.charset)
+        prepared = _prepare(text, media_type, source_key, arguments.title)
     except UnreadableSource as exc:
         raise CliError(f"{path}: {exc}") from None
     except AgentKnowledgeError as exc:
-        raise CliError(f"{path} cannot be ingested (nothing was uploaded): {exc.message}") from None
+        hint = CHARSET_HINT if isinstance(exc, NotUtf8) and media_type in CHARSET_MEDIA_TYPES else ""
+        raise CliError(f"{path} cannot be ingested (nothing was uploaded): {exc.message}{hint}") from None
 
     started = time.time()
     try:
-        put = _before(deadline, lambda: _upload_file(arguments, content, media_type, prepared, started))
+        put = _before(deadline, lambda: _upload_file(arguments, content, media_type, charset, prepared, started))
     except _Late:
         raise CliError(
             f"{source_key} was not uploaded within --timeout {arguments.timeout:g} s (an upload under way may "
@@ -192,7 +235,7 @@ def _put_file(arguments: argparse.Namespace) -> int:
         ) from None
     session = put.session
     if session.bucket is None:
-        return _store_file_directly(session, source_key, content, media_type, arguments.title)
+        return _store_file_directly(session, source_key, text, media_type, arguments.title)
     document, status, superseded = put.document, 0, False
     if arguments.wait and put.uploaded is not None:
         document, status, superseded = _follow_upload(arguments, session, put.uploaded, document, started, deadline)
@@ -221,7 +264,12 @@ class _FileUpload:
 
 
 def _upload_file(
-    arguments: argparse.Namespace, content: bytes, media_type: str, prepared: Any, started: float
+    arguments: argparse.Namespace,
+    content: bytes,
+    media_type: str,
+    charset: str | None,
+    prepared: Any,
+    started: float,
 ) -> _FileUpload:
     """Upload the file unless the key already holds it (same bytes and title, not failed)."""
     from agent_knowledge_dev.sources import content_etag
@@ -241,7 +289,7 @@ def _upload_file(
     )
     if unchanged:
         return _FileUpload(session, "skipped", document, current)
-    uploaded = session.bucket.upload(session.kb_id, source_key, content, media_type, title)
+    uploaded = session.bucket.upload(session.kb_id, source_key, content, media_type, title, charset)
     outcome = "created" if current is None else "updated"
     return _FileUpload(session, outcome, _expected(source_key, prepared, started), current, uploaded)
 
@@ -315,7 +363,9 @@ def _before(deadline: float, work: Callable[[], _T]) -> _T:
     return value  # type: ignore[no-any-return]
 
 
-def _store_file_directly(session: _Session, source_key: str, content: bytes, media_type: str, title: str | None) -> int:
+def _store_file_directly(
+    session: _Session, source_key: str, content: bytes | str, media_type: str, title: str | None
+) -> int:
     from agent_knowledge.ingest.ingestor import Ingestor
 
     result = Ingestor(session.repositories).put(session.kb_id, source_key, title, content, media_type=media_type)
@@ -423,7 +473,7 @@ def _put_directory(arguments: argparse.Namespace) -> int:
     pruned: set[str] = set()
     try:
         uploaded, not_uploaded = _upload_all(
-            session, folder.files, remote, documents, summary, bar, arguments.workers, deadline
+            session, folder.files, remote, documents, summary, bar, arguments.workers, deadline, arguments.charset
         )
         if arguments.prune and not not_uploaded:
             present = {source.source_key for source in folder.files}
@@ -469,8 +519,9 @@ def _store_folder_directly(arguments: argparse.Namespace, session: _Session, roo
     from agent_knowledge.ingest.ingestor import Ingestor
     from agent_knowledge_dev.bulk import discover, ingest_directory
 
-    if arguments.prune:
-        raise CliError("--prune needs the stack's sources bucket (deploy the current template)")
+    if arguments.prune or arguments.charset:
+        option = "--prune" if arguments.prune else "--charset"
+        raise CliError(f"{option} with --dir needs the stack's sources bucket (deploy the current template)")
     started = time.perf_counter()
     ignored = [ignored.as_dict() for ignored in discover(root).ignored]
     stored = ingest_directory(Ingestor(session.repositories), session.kb_id, root, workers=arguments.workers)
@@ -500,21 +551,29 @@ def _upload_all(
     bar: Any,
     workers: int,
     deadline: float,
+    charset: str | None = None,
 ) -> tuple[dict[str, str | None], list[str]]:
     """Upload the files that changed, counting each file's outcome in `summary`, until `deadline`
     (time.monotonic); returns the revision of each file uploaded, by source key, and the source
-    keys of the files not done by the deadline."""
+    keys of the files not done by the deadline. `charset` (`--charset`): the encoding of the plain
+    text and Markdown files."""
+    from agent_knowledge.errors import NotUtf8
     from agent_knowledge_dev.bulk import each_file, read_source
     from agent_knowledge_dev.sources import content_etag
 
     def upload(source: Any) -> tuple[str, str | None]:
         content = read_source(source.path)
-        prepared = _prepare(content, source.media_type, source.source_key)
+        try:
+            text, declared = _declared(content, source.media_type, charset)
+            prepared = _prepare(text, source.media_type, source.source_key)
+        except NotUtf8 as exc:
+            hint = CHARSET_HINT if source.media_type in CHARSET_MEDIA_TYPES else ""
+            raise NotUtf8(exc.message + hint) from None
         current = remote.get(source.source_key)
         healthy = documents.get(source.source_key) in {"ready", "pending"}
         if current is not None and current.etag == content_etag(content) and healthy:
             return "skipped", None
-        session.bucket.put(session.kb_id, source.source_key, content, source.media_type)
+        session.bucket.put(session.kb_id, source.source_key, content, source.media_type, charset=declared)
         return ("created" if current is None else "updated"), prepared.revision
 
     uploaded: dict[str, str | None] = {}
