@@ -38,7 +38,12 @@ def test_pdf_pages_in_order_each_after_its_marker():
     assert document.body == (
         "[page 1]\n\nAlpha first line\nsecond line\n\n[page 2]\n\n[page 3]\n\nGamma (third) page\n"
     )
-    assert document.title == "manuals/guide"  # no metadata title, no title text: the key without .pdf
+    # No metadata title, no text larger than the rest: the first line of page 1 with two words and
+    # eight letters; without one, the key without .pdf.
+    assert document.title == "Alpha first line"
+    assert prepare_document(None, pdf([["Alpha", "x y z"], ["Beta line two"]]), PDF, "manuals/guide.pdf").title == (
+        "manuals/guide"
+    )
 
 
 def test_pdf_title_from_metadata_else_the_largest_text_of_the_first_page():
@@ -261,7 +266,14 @@ def test_pptx_title_from_core_properties_unless_generic():
     assert prepare_document(None, pptx(slides, title="PowerPoint Presentation"), PPTX, "r.pptx").title == (
         "Title Slide Text"
     )
-    assert prepare_document(None, pptx([(None, ["body"], None)]), PPTX, "decks/r.pptx").title == "decks/r"
+    # No title placeholder: the first slide's most prominent text (here its only text box).
+    assert prepare_document(None, pptx([(None, ["Body text", "more"], None)]), PPTX, "decks/r.pptx").title == (
+        "Body text"
+    )
+    # Nothing on the first slide: the key.
+    assert prepare_document(None, pptx([(None, [], None), (None, ["later"], None)]), PPTX, "decks/r.pptx").title == (
+        "decks/r"
+    )
 
 
 def test_pptx_over_the_slide_limit_fails(monkeypatch):

@@ -17,6 +17,7 @@ IMPORT_NAMES = {
     "pydantic": "pydantic",
     "tantivy": "tantivy",
     "pypdfium2": "pypdfium2",
+    "defusedxml": "defusedxml",
     "numpy": "numpy",
 }
 PROVIDED_BY_RUNTIME = {"botocore"}

@@ -30,11 +30,13 @@ import io
 import posixpath
 import re
 import threading
+import unicodedata
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import IO, Any
+from typing import IO, Any, NamedTuple
 
 from agent_knowledge.errors import DocumentRejected
+from agent_knowledge.ingest.titles import MAX_FIRST_LINE_TITLE_CHARS, clean_title
 
 PDF = "application/pdf"
 DOCX = "application/vnd.openxmlformats-officedocument.wordprocessingml.document"
@@ -55,8 +57,19 @@ MAX_ZIP_ENTRIES = 10_000
 MAX_ZIP_DIRECTORY_BYTES = 4 * 1024 * 1024
 MAX_ZIP_ENTRY_BYTES = 64 * 1024 * 1024
 MAX_ZIP_TOTAL_BYTES = 256 * 1024 * 1024
+# The parts the parser reads (the main part, styles, slides, notes, core properties and every
+# `_rels` part) decompress to at most this much together, checked from the directory before each
+# is decompressed: the text they may yield is at most 5 MB (`content.MAX_BODY_BYTES`), and Office's
+# markup is a few times its text, not tens of times. A 184 KB file whose `_rels/.rels` unpacks to
+# 60 MiB is refused before that part is read.
+MAX_PARSED_XML_BYTES = 48 * 1024 * 1024
 # The CPU budget is checked every this many XML elements.
 CHECK_EVERY_ELEMENTS = 512
+# The limits above, as the caller of `parse_process.parse_isolated` has them, are the parser child's.
+FORMAT_LIMITS = (
+    "MAX_BINARY_SOURCE_BYTES", "MAX_PDF_PAGES", "MAX_SLIDES", "MAX_ZIP_ENTRIES", "MAX_ZIP_DIRECTORY_BYTES",
+    "MAX_ZIP_ENTRY_BYTES", "MAX_ZIP_TOTAL_BYTES", "MAX_PARSED_XML_BYTES", "CHECK_EVERY_ELEMENTS",
+)  # fmt: skip
 
 ENCRYPTED = "the file is encrypted (password protected); upload it without the password protection"
 NO_PDF_TEXT = "no extractable text; the PDF may be scanned images — OCR is not done (upload a PDF with a text layer)"
@@ -68,19 +81,29 @@ class ExtractedDocument:
     title: str | None  # found in the document (metadata, heading, title slide), else None
 
 
+def _no_progress(unit: str, where: str) -> None:
+    return None
+
+
 def extract_document(
-    content: bytes, media_type: str, check: Callable[[], None], max_text_bytes: int
+    content: bytes,
+    media_type: str,
+    check: Callable[[], None],
+    max_text_bytes: int,
+    progress: Callable[[str, str], None] = _no_progress,
 ) -> ExtractedDocument:
-    """The text and title of a PDF, DOCX or PPTX file (see the module doc)."""
+    """The text and title of a PDF, DOCX or PPTX file (see the module doc). `progress(unit, where)`
+    is told where the parser is ("page", "page 3 of the PDF"), so that a limit broken inside one
+    page can be reported with it (ingest/parse_process.py)."""
     if len(content) > MAX_BINARY_SOURCE_BYTES:
         raise DocumentRejected(f"the file is larger than {MAX_BINARY_SOURCE_BYTES} bytes ({len(content)} bytes)")
     text = _TextLimit(max_text_bytes)
     if media_type == PDF:
-        return _pdf(content, check, text)
+        return _pdf(content, check, text, progress)
     if media_type == DOCX:
-        return _docx(content, check, text)
+        return _docx(_Package(content, "Word", progress), check, text)
     if media_type == PPTX:
-        return _pptx(content, check, text)
+        return _pptx(_Package(content, "PowerPoint", progress), check, text)
     raise DocumentRejected(f"unsupported media type {media_type!r}")
 
 
@@ -123,8 +146,9 @@ MAX_FOUND_TITLE_CHARS = 200
 
 
 def meaningful_title(value: str | None) -> str | None:
-    """`value` with its white space collapsed, unless it is a placeholder or a file name."""
-    title = " ".join((value or "").split())
+    """`value` without control characters and with its white space collapsed, unless it is a
+    placeholder or a file name."""
+    title = clean_title(value or "")
     if not title or len(title) > MAX_FOUND_TITLE_CHARS * 2:
         return None
     if _GENERIC_TITLES.fullmatch(title) or _PRODUCER_PREFIX.match(title):
@@ -162,7 +186,9 @@ TITLE_RUN_RATIO = 0.8
 MAX_TITLE_RUNS = 3
 
 
-def _pdf(content: bytes, check: Callable[[], None], text: _TextLimit) -> ExtractedDocument:
+def _pdf(
+    content: bytes, check: Callable[[], None], text: _TextLimit, progress: Callable[[str, str], None]
+) -> ExtractedDocument:
     import pypdfium2 as pdfium  # here only: the query functions never load PDFium
 
     with _PDFIUM:
@@ -174,7 +200,7 @@ def _pdf(content: bytes, check: Callable[[], None], text: _TextLimit) -> Extract
             raise DocumentRejected(f"the file is not a readable PDF ({exc})") from None
         refusal: str | None = None
         try:
-            extracted = _pdf_document(pdfium, document, check, text)
+            extracted = _pdf_document(pdfium, document, check, text, progress)
         except DocumentRejected as exc:
             refusal = exc.message  # the traceback (and the pages its frames hold) goes with `exc`
         del document  # PDFium's handles are freed now, under the lock
@@ -183,7 +209,9 @@ def _pdf(content: bytes, check: Callable[[], None], text: _TextLimit) -> Extract
     return extracted
 
 
-def _pdf_document(pdfium: Any, document: Any, check: Callable[[], None], text: _TextLimit) -> ExtractedDocument:
+def _pdf_document(
+    pdfium: Any, document: Any, check: Callable[[], None], text: _TextLimit, progress: Callable[[str, str], None]
+) -> ExtractedDocument:
     pages = len(document)
     if pages > MAX_PDF_PAGES:
         raise DocumentRejected(f"the PDF has {pages} pages, more than {MAX_PDF_PAGES}; split it into parts")
@@ -191,8 +219,10 @@ def _pdf_document(pdfium: Any, document: Any, check: Callable[[], None], text: _
         raise DocumentRejected("the PDF has no pages")
     found_text = False
     largest: str | None = None
+    first_line: str | None = None
     for index in range(pages):
         check()
+        progress("page", f"page {index + 1} of the PDF")
         try:
             page = document[index]
             textpage = page.get_textpage()
@@ -203,8 +233,10 @@ def _pdf_document(pdfium: Any, document: Any, check: Callable[[], None], text: _
             page.close()
         except pdfium.PdfiumError as exc:
             raise DocumentRejected(f"page {index + 1} of the PDF cannot be read ({exc})") from None
-        lines = (line.rstrip() for line in raw.translate(_PDF_TEXT).split("\n"))
+        lines = [line.rstrip() for line in raw.translate(_PDF_TEXT).split("\n")]
         page_text = "\n".join(lines).strip("\n")
+        if index == 0:
+            first_line = _first_substantial_line(lines)
         found_text = found_text or bool(page_text.strip())
         text.add(f"[page {index + 1}]\n\n{page_text}" if page_text.strip() else f"[page {index + 1}]")
     if not found_text:
@@ -213,7 +245,30 @@ def _pdf_document(pdfium: Any, document: Any, check: Callable[[], None], text: _
         metadata_title = document.get_metadata_value("Title")
     except pdfium.PdfiumError:
         metadata_title = None
-    return ExtractedDocument(text.text(), meaningful_title(metadata_title) or meaningful_title(largest))
+    title = meaningful_title(metadata_title) or meaningful_title(largest) or meaningful_title(first_line)
+    return ExtractedDocument(text.text(), title)
+
+
+# A line of the first page that can name the document when no text on it stands out by size: at
+# least this many letters in at least two words, at most `MAX_FIRST_LINE_TITLE_CHARS` characters
+# (longer, it is a paragraph).
+MIN_TITLE_LINE_LETTERS = 8
+
+
+def _first_substantial_line(lines: list[str]) -> str | None:
+    return next((line for line in lines[:200] if _title_like(line)), None)
+
+
+def _title_like(line: str) -> bool:
+    words = [word for word in line.split() if any(character.isalpha() for character in word)]
+    letters = sum(character.isalpha() for character in line)
+    return len(words) >= 2 and letters >= MIN_TITLE_LINE_LETTERS and len(line.strip()) <= MAX_FIRST_LINE_TITLE_CHARS
+
+
+def _is_text(character: str) -> bool:
+    """Whether a PDF character is text: not white space, nor a control or private-use code that
+    a symbol font (music, dingbats) maps its glyphs to."""
+    return not character.isspace() and unicodedata.category(character) not in {"Cc", "Co"}
 
 
 def _largest_text(pdfium: Any, textpage: Any, raw: str) -> str | None:
@@ -226,7 +281,7 @@ def _largest_text(pdfium: Any, textpage: Any, raw: str) -> str | None:
         return None
     raw_api = pdfium.raw
     sizes = [raw_api.FPDFText_GetFontSize(textpage, index) for index in range(count)]
-    visible = [size for size, character in zip(sizes, raw, strict=False) if not character.isspace() and size > 0]
+    visible = [size for size, character in zip(sizes, raw, strict=False) if _is_text(character) and size > 0]
     if not visible or max(visible) < min(visible) * TITLE_FONT_RATIO:
         return None  # one size of text: no title stands out
     threshold = max(visible) * TITLE_RUN_RATIO
@@ -234,7 +289,7 @@ def _largest_text(pdfium: Any, textpage: Any, raw: str) -> str | None:
     current: list[str] | None = None  # the run being read; None after smaller text
     adjacent = False  # no smaller text since the last run
     for size, character in zip(sizes, raw, strict=False):
-        if character.isspace() or size <= 0:
+        if not _is_text(character) or size <= 0:
             if current:
                 current.append(" ")
         elif size >= threshold:
@@ -290,10 +345,12 @@ def _zip_directory_bounds(content: bytes) -> None:
 class _Package:
     """An OOXML package (a zip), its bounds checked before any part is decompressed."""
 
-    def __init__(self, content: bytes, kind: str) -> None:
+    def __init__(self, content: bytes, kind: str, progress: Callable[[str, str], None] = _no_progress) -> None:
         import zipfile
 
         self.kind = kind
+        self.progress = progress
+        self._parsed_bytes = 0  # decompressed bytes of the parts read so far (`MAX_PARSED_XML_BYTES`)
         if content.startswith(_COMPOUND_FILE):  # what Office writes when a password protects the file
             if "EncryptedPackage".encode("utf-16-le") in content:
                 raise DocumentRejected(ENCRYPTED)
@@ -321,6 +378,7 @@ class _Package:
                 f"the archive unpacks to {total} bytes, more than {MAX_ZIP_TOTAL_BYTES} (a zip bomb?)"
             )
         self._names = {info.filename for info in infos}
+        self._sizes = {info.filename: info.file_size for info in infos}
         if "EncryptionInfo" in self._names or "EncryptedPackage" in self._names:
             raise DocumentRejected(ENCRYPTED)
 
@@ -328,50 +386,62 @@ class _Package:
         return name in self._names
 
     def read(self, name: str) -> bytes:
+        """A part's bytes, counted against `MAX_PARSED_XML_BYTES` before they are decompressed."""
         import zipfile
 
+        self._parsed_bytes += self._sizes.get(name, 0)
+        if self._parsed_bytes > MAX_PARSED_XML_BYTES:
+            raise DocumentRejected(
+                f"the {self.kind} document's parts unpack to more than {MAX_PARSED_XML_BYTES} bytes "
+                f"(the part {name[:80]!r} is {self._sizes.get(name, 0)} bytes; a zip bomb?)"
+            )
+        self.progress("part", f"the part {name[:80]!r}")
         try:
-            data = self._zip.read(name)
+            return self._zip.read(name)
         except (zipfile.BadZipFile, ValueError, OSError, EOFError, NotImplementedError, RuntimeError) as exc:
             raise DocumentRejected(f"the {self.kind} document's part {name!r} cannot be read ({exc})") from None
-        # OOXML parts never declare a DTD: refusing one leaves no entity expansion to the parser.
-        if b"<!DOCTYPE" in data or b"<!ENTITY" in data:
-            raise DocumentRejected(
-                f"the {self.kind} document's part {name!r} declares a DTD, which Office never writes"
-            )
-        return data
 
     def events(self, name: str, check: Callable[[], None]) -> Iterator[tuple[str, Any]]:
-        """`iterparse` events ("start", "end") of a part, the CPU budget checked as it goes."""
-        from xml.etree import ElementTree
+        """`iterparse` events ("start", "end") of a part, the CPU budget checked as it goes. The
+        parser is defusedxml's: a DTD (and so any entity) is refused whatever the part's encoding."""
+        from xml.etree.ElementTree import ParseError
+
+        from defusedxml import DefusedXmlException
+        from defusedxml.ElementTree import iterparse
 
         stream: IO[bytes] = io.BytesIO(self.read(name))
         try:
-            for count, event in enumerate(ElementTree.iterparse(stream, events=("start", "end"))):
+            for count, event in enumerate(iterparse(stream, events=("start", "end"), forbid_dtd=True)):
                 if count % CHECK_EVERY_ELEMENTS == 0:
                     check()
                 yield event
-        except ElementTree.ParseError as exc:
+        except ParseError as exc:
             raise DocumentRejected(f"the {self.kind} document's part {name!r} is not well-formed XML ({exc})") from None
+        except DefusedXmlException:
+            # OOXML parts never declare a DTD: one that does is refused, not expanded.
+            raise DocumentRejected(
+                f"the {self.kind} document's part {name!r} declares a DTD, which Office never writes"
+            ) from None
 
-    def relationships(self, part: str) -> dict[str, tuple[str, str]]:
+    def relationships(self, part: str, check: Callable[[], None]) -> dict[str, tuple[str, str]]:
         """The part's relationships: id → (type's last path segment, target part name)."""
         folder, base = posixpath.split(part)
         rels = posixpath.join(folder, "_rels", base + ".rels")
         if not self.has(rels):
             return {}
         found: dict[str, tuple[str, str]] = {}
-        for event, element in self.events(rels, _no_check):
+        for event, element in self.events(rels, check):
             if event == "end" and _local(element.tag) == "Relationship":
                 target = element.get("Target", "")
                 if element.get("TargetMode") != "External" and target:
                     name = target.lstrip("/") if target.startswith("/") else posixpath.join(folder, target)
                     kind = element.get("Type", "").rsplit("/", 1)[-1]
                     found[element.get("Id", "")] = (kind, posixpath.normpath(name))
+                element.clear()
         return found
 
-    def main_part(self, default: str) -> str:
-        for kind, target in self.relationships("").values():
+    def main_part(self, default: str, check: Callable[[], None]) -> str:
+        for kind, target in self.relationships("", check).values():
             if kind == "officeDocument" and self.has(target):
                 return target
         if self.has(default):
@@ -385,10 +455,6 @@ class _Package:
             if event == "end" and _local(element.tag) == "title":
                 return meaningful_title("".join(element.itertext()))
         return None
-
-
-def _no_check() -> None:
-    return None
 
 
 # Content that is not the document's current text: tracked deletions and moves (their text is
@@ -456,9 +522,8 @@ def _style_level(style_id: str, name: str, outline: str | None) -> int | None:
     return None
 
 
-def _docx(content: bytes, check: Callable[[], None], text: _TextLimit) -> ExtractedDocument:
-    package = _Package(content, "Word")
-    main = package.main_part("word/document.xml")
+def _docx(package: _Package, check: Callable[[], None], text: _TextLimit) -> ExtractedDocument:
+    main = package.main_part("word/document.xml", check)
     levels = _docx_styles(package, check)
     first_heading: str | None = None
     stack: list[Any] = []
@@ -543,12 +608,22 @@ def _docx_paragraph(paragraph: Any, levels: dict[str, int]) -> tuple[str, int | 
 # --- PPTX -------------------------------------------------------------------------------------------
 
 _TITLE_PLACEHOLDERS = {"title", "ctrTitle"}
+# Placeholders that are not the slide's content (slide number, date, footer, header, notes image).
+_FURNITURE_PLACEHOLDERS = {"sldNum", "dt", "ftr", "sldImg", "hdr"}
+_TABLE_ROW = "table row"
+# DrawingML run properties: `sz` is a run's font size in hundredths of a point.
+_RUN_PROPERTIES = {"rPr", "defRPr", "endParaRPr"}  # what `_shapes` gives as the placeholder of a table's row
 
 
-def _pptx(content: bytes, check: Callable[[], None], text: _TextLimit) -> ExtractedDocument:
-    package = _Package(content, "PowerPoint")
-    main = package.main_part("ppt/presentation.xml")
-    relations = package.relationships(main)
+class _Shape(NamedTuple):
+    placeholder: str | None  # its placeholder type, `_TABLE_ROW`, or None (a shape of its own)
+    text: str
+    size: int  # the largest font size its runs set (hundredths of a point); 0 if they set none
+
+
+def _pptx(package: _Package, check: Callable[[], None], text: _TextLimit) -> ExtractedDocument:
+    main = package.main_part("ppt/presentation.xml", check)
+    relations = package.relationships(main, check)
     slides: list[str] = []
     for event, element in package.events(main, check):
         if event == "end" and _local(element.tag) == "sldId":
@@ -566,16 +641,18 @@ def _pptx(content: bytes, check: Callable[[], None], text: _TextLimit) -> Extrac
     found_text = False
     for number, slide in enumerate(slides, start=1):
         check()
-        title, blocks = _slide_shapes(package, slide, check)
+        package.progress("slide", f"slide {number}")
+        shapes = list(_shapes(package, slide, check))
+        title, blocks = _slide_shapes(shapes)
         notes = [
-            block
-            for kind, target in package.relationships(slide).values()
+            shape.text
+            for kind, target in package.relationships(slide, check).values()
             if kind == "notesSlide" and package.has(target)
-            for placeholder, block in _shapes(package, target, check)
-            if placeholder == "body"
+            for shape in _shapes(package, target, check)
+            if shape.placeholder == "body"
         ]
         if number == 1:
-            first_title = title
+            first_title = title or _prominent_text(shapes)
         found_text = found_text or bool(title or blocks or notes)
         parts = [f"[slide {number}]"]
         if title:
@@ -590,29 +667,47 @@ def _pptx(content: bytes, check: Callable[[], None], text: _TextLimit) -> Extrac
     return ExtractedDocument(text.text(), title)
 
 
-def _slide_shapes(package: _Package, slide: str, check: Callable[[], None]) -> tuple[str | None, list[str]]:
+def _slide_shapes(shapes: list[_Shape]) -> tuple[str | None, list[str]]:
     title: str | None = None
     blocks: list[str] = []
-    for placeholder, block in _shapes(package, slide, check):
-        if placeholder in _TITLE_PLACEHOLDERS and title is None:
-            title = " ".join(block.split())
-        elif placeholder not in {"sldNum", "dt", "ftr", "sldImg", "hdr"}:
-            blocks.append(block)
+    for shape in shapes:
+        if shape.placeholder in _TITLE_PLACEHOLDERS and title is None:
+            title = " ".join(shape.text.split())
+        elif shape.placeholder not in _FURNITURE_PLACEHOLDERS:
+            blocks.append(shape.text)
     return title, blocks
 
 
-def _shapes(package: _Package, part: str, check: Callable[[], None]) -> Iterator[tuple[str | None, str]]:
-    """(placeholder type or None, text) of each shape with text, and of each table row, in order."""
+def _prominent_text(shapes: list[_Shape]) -> str | None:
+    """A slide's title when it has no title placeholder (text boxes only, as many tools and
+    hand-made decks do): the first line of the shape in the largest font its runs set, the earliest
+    of equals (the first shape when none sets a size); a line longer than
+    `MAX_FIRST_LINE_TITLE_CHARS` is a paragraph, not a title."""
+    candidates = [
+        (-shape.size, order, title)
+        for order, shape in enumerate(shapes)
+        if shape.placeholder not in _FURNITURE_PLACEHOLDERS and shape.placeholder != _TABLE_ROW
+        for line in [shape.text.strip().split("\n", 1)[0]]
+        if len(line) <= MAX_FIRST_LINE_TITLE_CHARS
+        for title in [meaningful_title(line)]
+        if title
+    ]
+    return min(candidates)[2] if candidates else None
+
+
+def _shapes(package: _Package, part: str, check: Callable[[], None]) -> Iterator[_Shape]:
+    """Each shape with text, and each table row, in order."""
     placeholder: str | None = None
     paragraphs: list[str] = []
     cells: list[str] = []
+    size = 0
     skipped = 0  # depth inside a markup-compatibility fallback (a copy of the choice before it)
     for event, element in package.events(part, check):
         tag = _local(element.tag)
         if event == "start":
             skipped += tag == "Fallback"
             if tag == "sp":
-                placeholder, paragraphs = None, []
+                placeholder, paragraphs, size = None, [], 0
             continue
         if tag == "Fallback":
             skipped -= 1
@@ -622,6 +717,9 @@ def _shapes(package: _Package, part: str, check: Callable[[], None]) -> Iterator
             continue
         if tag == "ph":
             placeholder = _attribute(element, "type") or "body"
+        elif tag in _RUN_PROPERTIES:
+            value = element.get("sz", "")
+            size = max(size, int(value)) if value.isdigit() else size
         elif tag == "p":  # a DrawingML paragraph (PresentationML has no element of that name)
             line = "".join(
                 (child.text or "") if _local(child.tag) == "t" else "\n"
@@ -638,9 +736,9 @@ def _shapes(package: _Package, part: str, check: Callable[[], None]) -> Iterator
             row = " | ".join(cells)
             cells = []
             if row.strip(" |"):
-                yield None, row
+                yield _Shape(_TABLE_ROW, row, 0)
         elif tag == "sp":
             if paragraphs:
-                yield placeholder, "\n".join(paragraphs)
-            placeholder, paragraphs = None, []
+                yield _Shape(placeholder, "\n".join(paragraphs), size)
+            placeholder, paragraphs, size = None, [], 0
             element.clear()

@@ -20,11 +20,12 @@ from dataclasses import dataclass
 
 from agent_knowledge.errors import DocumentRejected, NotUtf8
 from agent_knowledge.index.chunks import chunk_digest
-from agent_knowledge.ingest.binary_formats import BINARY_MEDIA_TYPES, extract_document
+from agent_knowledge.ingest.binary_formats import BINARY_MEDIA_TYPES
 from agent_knowledge.ingest.chunking import Chunk, byte_offsets, chunk_text
 from agent_knowledge.ingest.html_text import html_to_text
+from agent_knowledge.ingest.parse_process import ParseLimits, over_cpu_budget, parse_isolated
 from agent_knowledge.ingest.titles import MAX_TITLE_CHARS as MAX_FOUND_TITLE_CHARS
-from agent_knowledge.ingest.titles import document_title, source_key_title
+from agent_knowledge.ingest.titles import clean_title, document_title, source_key_title
 
 TEXT_MEDIA_TYPES = ("text/markdown", "text/plain", "text/html")
 # PDF, DOCX, PPTX: their text is extracted (binary_formats.py), then prepared as Markdown.
@@ -37,6 +38,12 @@ MAX_CHUNK_METADATA_BYTES = 300_000
 # the largest document takes far less; the budget bounds whatever input is still slow, so that one
 # document fails with its reason instead of its batch running out of time.
 MAX_PREPARE_CPU_SECONDS = 10.0
+# What a binary document may expand into: at most this many chunks plus one per
+# `SOURCE_BYTES_PER_CHUNK` bytes of the file. Compressed page content lets a 30 KB PDF hold
+# megabytes of text (4,287 chunks, as many embedding calls); real documents carry fonts, images and
+# markup beside their text and stay far below (bench/README.md, "chunks per byte").
+MIN_CHUNK_ALLOWANCE = 200
+SOURCE_BYTES_PER_CHUNK = 64
 
 
 def sha256_hex(data: bytes) -> str:
@@ -190,12 +197,13 @@ class _CpuBudget:
     def __init__(self) -> None:
         self._limit = time.thread_time() + MAX_PREPARE_CPU_SECONDS
 
+    def spent_elsewhere(self, seconds: float) -> None:
+        """CPU this document took in another process (its parser's child)."""
+        self._limit -= seconds
+
     def check(self) -> None:
         if time.thread_time() > self._limit:
-            raise DocumentRejected(
-                f"the document took more than {MAX_PREPARE_CPU_SECONDS:g} s of CPU to prepare; "
-                "split it into smaller documents"
-            )
+            raise DocumentRejected(over_cpu_budget(MAX_PREPARE_CPU_SECONDS))
 
 
 def check_title(title: str) -> str:
@@ -224,13 +232,19 @@ def prepare_document(
     if media_type in BINARY_MEDIA_TYPES:
         if isinstance(content, str):
             raise DocumentRejected(f"{media_type} is a binary format: give the file's bytes, not text")
-        extracted = extract_document(content, media_type, budget.check, MAX_BODY_BYTES)
+        # In a child process with hard memory, CPU and wall limits (ingest/parse_process.py); the
+        # child's CPU time counts against the document's budget.
+        limits = ParseLimits(cpu_seconds=MAX_PREPARE_CPU_SECONDS)
+        extracted = parse_isolated(content, media_type, MAX_BODY_BYTES, limits)
+        budget.spent_elsewhere(extracted.cpu_seconds)
         if title is None:  # found in the document's metadata or headings, else the source key
-            found = extracted.title or source_key_title(source_key) or "untitled"
+            found = extracted.title or clean_title(source_key_title(source_key)) or "untitled"
             title = check_title(found[:MAX_FOUND_TITLE_CHARS])
         text, media_type = extracted.text, "text/markdown"  # headings are Markdown headings
+        max_chunks: int | None = MIN_CHUNK_ALLOWANCE + len(content) // SOURCE_BYTES_PER_CHUNK
     else:
         text = _decode(content, media_type)  # the NUL refusal: text formats only
+        max_chunks = None  # the body is at most the source's size
     budget.check()
     if title is None:
         title = check_title(document_title(text, media_type, source_key))
@@ -245,6 +259,11 @@ def prepare_document(
             "body is empty" + (" after converting HTML to text" if media_type == "text/html" else "")
         )
     chunks = chunk_text(body, budget.check)
+    if max_chunks is not None and len(chunks) > max_chunks:
+        raise DocumentRejected(
+            f"the document expands into {len(chunks)} chunks, more than {max_chunks} for a file of "
+            f"{len(content)} bytes (compressed content?); split it into smaller documents"
+        )
     digests = [chunk_digest(chunk.text) for chunk in chunks]
     offsets = byte_offsets(body, chunks)
     if len(json.dumps([digests, offsets])) > MAX_CHUNK_METADATA_BYTES:

@@ -10,6 +10,7 @@ agent nothing about which document it is.
 from __future__ import annotations
 
 import re
+import unicodedata
 from pathlib import PurePosixPath
 
 from agent_knowledge.ingest.html_text import html_tokens, unescape
@@ -83,6 +84,18 @@ def _text_title(text: str) -> str | None:
     return first if len(first) <= MAX_FIRST_LINE_TITLE_CHARS else None
 
 
+def clean_title(value: str) -> str:
+    """A found title without control characters (a PDF's metadata may hold BEL or SOH: every
+    search hint would carry them) and with its white space collapsed to single spaces."""
+    if not value.isprintable():
+        value = "".join(
+            " " if character.isspace() else character
+            for character in value
+            if character.isspace() or unicodedata.category(character) != "Cc"
+        )
+    return " ".join(value.split())
+
+
 def source_key_title(source_key: str) -> str:
     """The source key without a known file extension: `guides/install.md` → `guides/install`."""
     path = PurePosixPath(source_key)
@@ -99,5 +112,5 @@ def document_title(text: str, media_type: str, source_key: str) -> str:
         found = _html_title(text)
     else:
         found = _text_title(text)
-    title = " ".join((found or "").split()) or source_key_title(source_key) or "untitled"
+    title = clean_title(found or "") or clean_title(source_key_title(source_key)) or "untitled"
     return title[:MAX_TITLE_CHARS]
