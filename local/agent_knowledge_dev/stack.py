@@ -161,7 +161,10 @@ def create_stack(
 
     queue_urls = {logical_id: url for logical_id, (url, _) in queues.items()}
     parameters = {**LOCAL_PARAMETERS, "EmbeddingProvider": embedding_provider}
-    return resolve_environment({"ServerTokenSecretArn": secret_arn, **parameters, **queue_urls})
+    environment = resolve_environment({"ServerTokenSecretArn": secret_arn, **parameters, **queue_urls})
+    # Reranking (template parameter RerankModelId) calls Bedrock, which moto does not serve: always
+    # off locally, whatever the shell that started `serve` has set.
+    return {**environment, "RERANK_MODEL_ID": ""}
 
 
 def resolve_environment(parameters: dict[str, str]) -> dict[str, str]:

@@ -64,6 +64,11 @@ def test_no_allow_statement_has_a_wildcard_action_or_resource(cloudformation):
             for action in _listed(statement["Action"]):
                 assert "*" not in action, (name, action)
             for resource in _listed(statement["Resource"]):
+                if _listed(statement["Action"]) == ["bedrock:Rerank"]:
+                    # IAM gives Rerank no resource type: "*" is the only resource it can have. It
+                    # reaches no model alone; tests/unit/test_template.py checks that it comes only
+                    # with bedrock:InvokeModel on the configured rerank model, under RerankModelId.
+                    continue
                 assert resource != "*", (name, statement)
         assert set(role["Properties"].get("ManagedPolicyArns", [])) <= MANAGED_POLICIES, name
 
@@ -74,8 +79,8 @@ def test_the_protocol_functions_can_only_read(cloudformation, function):
     actions = [action for s in _statements(cloudformation["Resources"][role_name]) for action in _listed(s["Action"])]
     assert actions
     for action in actions:
-        if action == "bedrock:InvokeModel":
-            continue  # embedding a query (hybrid search) computes a vector and stores nothing
+        if action in {"bedrock:InvokeModel", "bedrock:Rerank"}:
+            continue  # embedding a query or scoring passages (reranking) stores nothing
         service, verb = action.split(":", 1)
         assert service in {"dynamodb", "s3", "secretsmanager", "kms"}, action
         assert READ_VERB.match(verb), action

@@ -104,6 +104,8 @@ def test_query_functions_never_scan_and_never_use_wildcards():
             assert statement["Effect"] == "Allow"
             for action in statement["Action"]:
                 assert "*" not in action and action != "dynamodb:Scan", (function, action)
+            if statement["Action"] == ["bedrock:Rerank"]:
+                continue  # no resource type in IAM: "*" only (test_the_reranker_is_off_by_default...)
             assert "*" not in _resources(statement), function
 
 
@@ -182,6 +184,7 @@ def test_bedrock_may_be_invoked_only_on_the_configured_model_and_only_by_the_fun
             policy
             for policy in policies
             if any("bedrock" in str(action) for statement in _statements_of(policy) for action in statement["Action"])
+            and _condition_of(policy) != "Reranks"  # the reranker's grant: the next test
         ]
         if function not in embedding:
             assert invoking == [], function
@@ -192,6 +195,48 @@ def test_bedrock_may_be_invoked_only_on_the_configured_model_and_only_by_the_fun
         (statement,) = granted["Statement"]
         assert statement["Action"] == ["bedrock:InvokeModel"] and statement["Resource"] == model_arn, function
     assert document["Conditions"]["UsesBedrockEmbeddings"] == {"Fn::Equals": [{"Ref": "EmbeddingProvider"}, "bedrock"]}
+
+
+SEARCHING_FUNCTIONS = ("SearchFunction", "McpFunction", "TurnsFunction")
+
+
+def test_the_reranker_is_off_by_default_and_reaches_only_its_model_from_the_functions_that_search():
+    document = load_template()
+    parameter = document["Parameters"]["RerankModelId"]
+    assert parameter["Default"] == ""
+    assert parameter["AllowedValues"] == ["", "amazon.rerank-v1:0", "cohere.rerank-v3-5:0"]
+    assert document["Conditions"]["Reranks"] == {"Fn::Not": [{"Fn::Equals": [{"Ref": "RerankModelId"}, ""]}]}
+    assert "RERANK_MODEL_ID" not in document["Globals"]["Function"]["Environment"]["Variables"]
+    model_arn = {"Fn::Sub": "arn:${AWS::Partition}:bedrock:${AWS::Region}::foundation-model/${RerankModelId}"}
+    functions = [n for n, r in document["Resources"].items() if r["Type"] == "AWS::Serverless::Function"]
+    for function in functions:
+        properties = document["Resources"][function]["Properties"]
+        variables = properties.get("Environment", {}).get("Variables", {})
+        rerank_grants = [p for p in properties.get("Policies", []) if _condition_of(p) == "Reranks"]
+        rerank_actions = [
+            action
+            for policy in properties.get("Policies", [])
+            for statement in _statements_of(policy)
+            for action in statement["Action"]
+            if action == "bedrock:Rerank"
+        ]
+        if function not in SEARCHING_FUNCTIONS:
+            assert "RERANK_MODEL_ID" not in variables and rerank_grants == [] and rerank_actions == [], function
+            continue
+        assert variables["RERANK_MODEL_ID"] == {"Ref": "RerankModelId"}, function
+        (policy,) = rerank_grants
+        _, granted, otherwise = policy["Fn::If"]
+        assert otherwise == {"Ref": "AWS::NoValue"}, function
+        # Rerank takes both actions; only InvokeModel can name a model, and it names the one chosen.
+        invoke, rerank = granted["Statement"]
+        assert invoke["Action"] == ["bedrock:InvokeModel"] and invoke["Resource"] == model_arn, function
+        assert rerank["Action"] == ["bedrock:Rerank"] and rerank["Resource"] == "*", function
+        assert "Condition" not in invoke and "Condition" not in rerank, function
+        assert rerank_actions == ["bedrock:Rerank"], function  # granted nowhere else
+
+
+def _condition_of(policy: dict) -> str | None:
+    return policy["Fn::If"][0] if "Fn::If" in policy else None
 
 
 def _statements_of(policy: dict) -> list[dict]:

@@ -22,12 +22,27 @@ _session: Any = None
 
 
 def client(service: str) -> Any:
-    cached = _clients.get(service)
+    # Worst case of one call: 3 attempts x (1 s connect + 2 s read) + at most 1 + 2 s of
+    # throttling backoff = 12 s, under the 15 s function timeout, so a stuck AWS call ends in
+    # our 503 rather than a Lambda timeout.
+    return _client(service, service, MAX_ATTEMPTS, CONNECT_TIMEOUT_SECONDS, READ_TIMEOUT_SECONDS)
+
+
+def client_with_budget(service: str, *, attempts: int, connect_timeout: float, read_timeout: float) -> Any:
+    """A client of `service` with its own retries and timeouts, for a call that may cost a request
+    less than storage may (the optional reranker, knowledge/rerank.py); created once per container
+    and budget, like every client."""
+    key = f"{service}#{attempts}/{connect_timeout}/{read_timeout}"
+    return _client(key, service, attempts, connect_timeout, read_timeout)
+
+
+def _client(key: str, service: str, attempts: int, connect_timeout: float, read_timeout: float) -> Any:
+    cached = _clients.get(key)
     if cached is not None:
         return cached
     global _session
     with _lock:
-        if service not in _clients:
+        if key not in _clients:
             # botocore directly: boto3 adds nothing we use and its import (s3transfer) costs
             # ~100 ms of cold start. botocore honours AWS_ENDPOINT_URL and the usual credentials.
             import botocore.session
@@ -37,18 +52,16 @@ def client(service: str) -> Any:
             if _session is None:
                 _session = botocore.session.get_session()
 
-            # Worst case of one call: 3 attempts x (1 s connect + 2 s read) + at most 1 + 2 s of
-            # throttling backoff = 12 s, under the 15 s function timeout, so a stuck AWS call ends in
-            # our 503 rather than a Lambda timeout. `total_max_attempts` counts the first attempt;
-            # botocore's `max_attempts` would count retries only (3 → 4 attempts).
+            # `total_max_attempts` counts the first attempt; botocore's `max_attempts` would count
+            # retries only (3 → 4 attempts).
             config = Config(
-                retries={"mode": "standard", "total_max_attempts": MAX_ATTEMPTS},
-                connect_timeout=CONNECT_TIMEOUT_SECONDS,
-                read_timeout=READ_TIMEOUT_SECONDS,
+                retries={"mode": "standard", "total_max_attempts": attempts},
+                connect_timeout=connect_timeout,
+                read_timeout=read_timeout,
                 max_pool_connections=32,
             )
-            _clients[service] = _session.create_client(service, config=config)
-        return _clients[service]
+            _clients[key] = _session.create_client(service, config=config)
+        return _clients[key]
 
 
 def reset_clients() -> None:
