@@ -1,11 +1,15 @@
 # The README's commands. Every target creates the virtual environment first if it is missing.
-# The bench extra is part of it so that the benchmarks' smoke tests run in `make test` too.
+# `make serve` installs the runtime and the local runner only (the project's dependencies and the
+# local embedding model); `make test`, `make bench` and the other targets install the test and
+# bench tools too (the bench extra is part of it so that the benchmarks' smoke tests run in
+# `make test`).
 PYTHON ?= python3
 # aws-sam-cli is installed separately (see README: Deploy).
 SAM ?= sam
 VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
+RUNTIME_STAMP := $(VENV)/.installed-runtime
 # checkov (template security scanner, tests/reliability/test_template_scanners.py) pins old boto3,
 # botocore, packaging and networkx: it gets a virtual environment of its own inside .venv.
 CHECKOV_VERSION := 3.3.30
@@ -21,7 +25,14 @@ $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet -e '.[dev,bench]'
-	touch $(STAMP)
+	touch $(STAMP) $(RUNTIME_STAMP)
+
+# What `make serve` needs: .[embedding] (the default local embedding provider's model), not dev or bench.
+$(RUNTIME_STAMP): pyproject.toml
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e '.[embedding]'
+	touch $(RUNTIME_STAMP)
 
 checkov: $(CHECKOV_STAMP)
 
@@ -42,7 +53,7 @@ typecheck: venv
 	$(BIN)/mypy
 
 ## Start the local API (moto + local gateway) with a seeded demo workspace.
-serve: venv
+serve: $(RUNTIME_STAMP)
 	$(BIN)/agent-knowledge serve
 
 ## Run the performance suite (bench/README.md); `$(BIN)/python -m bench --quick` for a fast run.
