@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import io
 import zipfile
+import zlib
 from collections.abc import Mapping, Sequence
 from xml.sax.saxutils import escape
 
@@ -216,3 +217,53 @@ def pptx(
         parts["docProps/core.xml"] = _CORE.format(title=escape(title))
     parts.update(extra or {})
     return _zip(parts)
+
+
+def pdf_page(stream: bytes, *, title: bytes | None = None, pages: int = 1) -> bytes:
+    """A PDF of `pages` pages that all show one content stream, `stream`, Flate-compressed (so a
+    bomb of millions of operators stays small on disk), with Helvetica as /F1 and `title` as its
+    raw metadata title."""
+    compressed = zlib.compress(stream, 6)
+    kids = b" ".join(b"%d 0 R" % (6 + n) for n in range(pages))
+    objects = [
+        b"<< /Type /Catalog /Pages 2 0 R >>",
+        b"<< /Type /Pages /Kids [%s] /Count %d >>" % (kids, pages),
+        b"<< /Length 0 >>\nstream\n\nendstream",  # unused
+        b"<< /Length %d /Filter /FlateDecode >>\nstream\n" % len(compressed) + compressed + b"\nendstream",
+        b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica /Encoding /WinAnsiEncoding >>",
+    ]
+    objects += [
+        b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents 4 0 R "
+        b"/Resources << /Font << /F1 5 0 R >> >> >>"
+    ] * pages
+    if title is not None:
+        objects.append(b"<< /Title (" + title + b") >>")
+    out = io.BytesIO()
+    out.write(b"%PDF-1.4\n")
+    offsets = []
+    for number, body in enumerate(objects, start=1):
+        offsets.append(out.tell())
+        out.write(b"%d 0 obj\n" % number + body + b"\nendobj\n")
+    xref = out.tell()
+    out.write(b"xref\n0 %d\n0000000000 65535 f \n" % (len(objects) + 1))
+    for offset in offsets:
+        out.write(b"%010d 00000 n \n" % offset)
+    info = b" /Info %d 0 R" % len(objects) if title is not None else b""
+    out.write(b"trailer\n<< /Size %d /Root 1 0 R%s >>\nstartxref\n%d\n%%%%EOF\n" % (len(objects) + 1, info, xref))
+    return out.getvalue()
+
+
+def pptx_text_boxes(boxes: Sequence[tuple[str, int]], *more_slides: Sequence[str]) -> bytes:
+    """A deck whose first slide holds only text boxes (no placeholder), each (text, font size in
+    hundredths of a point), then slides of body lines."""
+    shapes = "".join(
+        '<p:sp><p:nvSpPr><p:cNvPr id="1" name="TextBox"/><p:cNvSpPr txBox="1"/><p:nvPr/></p:nvSpPr><p:txBody>'
+        f'<a:p><a:r><a:rPr lang="en-US" sz="{size}"/><a:t>{escape(text)}</a:t></a:r></a:p></p:txBody></p:sp>'
+        for text, size in boxes
+    )
+    first = (
+        f'<?xml version="1.0"?><p:sld xmlns:p="{_P}" xmlns:a="{_A}" xmlns:r="{_R}">'
+        f"<p:cSld><p:spTree>{shapes}</p:spTree></p:cSld></p:sld>"
+    )
+    slides = [(None, ["placeholder"], None)] + [(None, list(lines), None) for lines in more_slides]
+    return pptx(slides, extra={"ppt/slides/slide1.xml": first})

@@ -49,10 +49,11 @@ from agent_knowledge.errors import DocumentRejected
 MiB = 1024 * 1024
 # The child's address space (RLIMIT_AS), see the module doc.
 MAX_PARSE_MEMORY_BYTES = 512 * MiB
-# Wall time of one document's parse, as a multiple of its CPU budget: a child is never idle (it
-# reads a pipe-fed copy of the bytes it was given), so this only catches a child that waits on
-# something it should not. The parent gives the worker this much more before replacing it.
-PARSE_WALL_FACTOR = 2.0
+# Wall time of one document's parse, as a multiple of its CPU limit: a child is never idle, so
+# this only catches a child that waits on something it should not, with room for a loaded machine
+# (on AWS, 1,024 MB is ~0.6 of a vCPU: 11 s of CPU take ~19 s, under 33). The parent gives the
+# worker `WORKER_GRACE_SECONDS` more before replacing it.
+PARSE_WALL_FACTOR = 3.0
 WORKER_GRACE_SECONDS = 5.0
 # Frames: (header length, payload length), then the JSON header, then the payload.
 _FRAME = struct.Struct(">IQ")
