@@ -23,7 +23,7 @@ from collections.abc import Iterator, Sequence
 
 from agent_knowledge_dev.arguments import ROOT_PROG, OneLineParser
 from agent_knowledge_dev.commands import Command, documents, invoke, mcp, serve, sessions, tasks, workspace
-from agent_knowledge_dev.console import CliError
+from agent_knowledge_dev.console import CliError, LocalStackStopped
 
 # As the template sets it for the functions (template.yaml, Globals): one BLAS thread. It must be
 # set before numpy is first imported (none of the imports above import it).
@@ -87,6 +87,7 @@ def main(argv: Sequence[str] | None = None, commands: Sequence[Command] = COMMAN
             return int(arguments.run(arguments) or 0)
     except CliError as error:
         print(f"agent-knowledge: {error}", file=sys.stderr)
+        return error.status
     except KeyboardInterrupt:
         print("agent-knowledge: interrupted", file=sys.stderr)
         return 130
@@ -95,6 +96,12 @@ def main(argv: Sequence[str] | None = None, commands: Sequence[Command] = COMMAN
         message = _known_failure(error)
         if message is None:
             raise
+        from agent_knowledge_dev.target import local_stack_stopped
+
+        if local_stack_stopped():  # not a failure of this call: the whole local stack is gone
+            stopped = LocalStackStopped()
+            print(f"agent-knowledge: {stopped}", file=sys.stderr)
+            return stopped.status
         print(f"agent-knowledge: {message}", file=sys.stderr)
     return 1
 

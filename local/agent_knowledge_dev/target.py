@@ -60,6 +60,34 @@ class StackNames:
     queues: dict[str, str] = field(default_factory=dict)
 
 
+# The local `serve` this process connected to (None: none yet, or a deployed stack).
+_connected_serve: dict[str, Any] = {}
+
+
+def local_stack_stopped() -> bool:
+    """Whether the local `serve` this command connected to has stopped: no `serve` holds the lock,
+    another one does (a restart: a new, empty stack), or its moto server refuses connections (it
+    stops before the lock is released). False when the command acts on a deployed stack. Asked
+    after a storage call failed, to tell "the stack is gone" from "a call failed"."""
+    import socket
+    from urllib.parse import urlsplit
+
+    from agent_knowledge_dev.localstate import running_server
+
+    endpoint = _connected_serve.get("moto_endpoint")
+    if endpoint is None:
+        return False
+    server = running_server()
+    if server is None or server.moto_endpoint != endpoint:
+        return True
+    address = urlsplit(endpoint)
+    try:
+        socket.create_connection((address.hostname, address.port), timeout=2).close()
+    except OSError:
+        return True
+    return False
+
+
 def connect(arguments: argparse.Namespace) -> Repositories:
     from agent_knowledge.repositories.bundle import Repositories
     from agent_knowledge_dev.console import function_logs_to_stderr
@@ -110,6 +138,7 @@ def _names(arguments: argparse.Namespace) -> StackNames:
         return _local_names()
     if not arguments.stack:
         raise CliError("--aws needs --stack NAME (the stack you deployed with `sam deploy`)")
+    _connected_serve.clear()
     return _stack_names(arguments.stack, _aws_region())
 
 
@@ -153,6 +182,7 @@ def _local_names() -> StackNames:
         raise CliError("no local stack: start one with `agent-knowledge serve` (or pass --aws --stack NAME)")
     use_local_backend(server.moto_endpoint)
     use_stack_environment(server.environment)
+    _connected_serve["moto_endpoint"] = server.moto_endpoint
     return StackNames(get_settings(), server.environment.get(SOURCES_BUCKET_VARIABLE))
 
 

@@ -164,11 +164,14 @@ def wait_for_version(
     deadline: float,
     clock: Callable[[], float] = time.monotonic,
     sleep: Callable[[float], None] = time.sleep,
+    stopped: Callable[[], bool] = lambda: False,
 ) -> VersionWait:
     """Poll the key's record until it is about `uploaded` (the object `SourcesBucket.upload`
     made; `since`: when the upload began, epoch seconds) and settled, or the key's current object
     is another version. `deadline` is on `clock`. Each poll reads the record, and the key's HEAD
-    only while the record is about another version; a read that fails is retried at the next poll."""
+    only while the record is about another version; a read that fails is retried at the next poll,
+    unless `stopped()` says the stack is gone (`target.local_stack_stopped`): the failure is then
+    raised at once, there is nothing to wait for."""
     doc_id = document_id(uploaded.source_key)
     record: DocumentRecord | None = None
     pause = _FIRST_POLL_SECONDS
@@ -184,7 +187,9 @@ def wait_for_version(
                 if not _still_current(current, uploaded):
                     return VersionWait("superseded", record, current)
         except KnowledgeUnavailable:
-            pass  # storage failed this time: ask again at the next poll, until the deadline
+            if stopped():
+                raise
+            # storage failed this time: ask again at the next poll, until the deadline
         if clock() >= deadline:
             return VersionWait("pending", record)
         sleep(min(pause, max(0.0, deadline - clock())))

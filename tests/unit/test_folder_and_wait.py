@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
+import functools
 import os
+import socket
 from pathlib import Path
 
 import pytest
 
-from agent_knowledge.errors import InvalidRequest
+from agent_knowledge.errors import InvalidRequest, KnowledgeUnavailable
 from agent_knowledge.ingest.status import DocumentListing
 from agent_knowledge_dev import waiting
 from agent_knowledge_dev.bulk import FolderOutcomes, SourceFile, UnreadableSource, discover, each_file, read_source
+from agent_knowledge_dev.sources import SourceObject
 from tests.support.folders import write_folder
 
 
@@ -249,3 +252,63 @@ def test_the_template_reads_the_same_with_libyaml_as_with_pure_python_yaml() -> 
     assert expected["Resources"]["SourceQueue"]["Properties"]["RedrivePolicy"]["deadLetterTargetArn"] == {
         "Fn::GetAtt": ["SourceDeadLetterQueue", "Arn"]
     }
+
+
+class _StorageGone:
+    """Repositories and bucket whose every call fails as a stopped local stack's do."""
+
+    def __init__(self) -> None:
+        self.calls = 0
+        self.documents = self
+
+    def get(self, kb_id: str, doc_id: str) -> None:
+        self.calls += 1
+        raise KnowledgeUnavailable.of("documents storage")
+
+
+def test_waiting_for_a_version_ends_at_once_when_the_stack_stopped() -> None:
+    uploaded = SourceObject("a.md", "etag", version_id="v1")
+    gone = _StorageGone()
+    now = [0.0]
+
+    def sleep(seconds: float) -> None:
+        now[0] += seconds
+
+    wait = functools.partial(
+        waiting.wait_for_version, gone, None, "kb", uploaded, since=0.0, deadline=30.0, clock=lambda: now[0]
+    )
+    # A stack that is up but failing: asked again at every poll until the deadline, then pending.
+    assert wait(sleep=sleep).state == "pending" and gone.calls > 10
+    gone.calls, now[0] = 0, 0.0
+    # A stopped stack: the failure is raised at the first poll, nothing is waited for.
+    with pytest.raises(KnowledgeUnavailable):
+        wait(sleep=sleep, stopped=lambda: True)
+    assert gone.calls == 1 and now[0] == 0.0
+
+
+def test_a_command_on_a_deployed_stack_never_takes_its_failures_for_a_stopped_serve() -> None:
+    from agent_knowledge_dev import target
+
+    target._connected_serve.clear()  # no local serve connected (--aws, or nothing yet)
+    assert target.local_stack_stopped() is False
+
+
+def test_a_local_stack_whose_serve_is_gone_has_stopped(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from agent_knowledge_dev import target
+    from agent_knowledge_dev.localstate import STATE_DIR_ENV, ServeLock, ServerInfo
+
+    monkeypatch.setenv(STATE_DIR_ENV, str(tmp_path))
+    with socket.create_server(("127.0.0.1", 0)) as listening:
+        endpoint = f"http://127.0.0.1:{listening.getsockname()[1]}"
+        monkeypatch.setitem(target._connected_serve, "moto_endpoint", endpoint)
+        lock = ServeLock()
+        lock.acquire()
+        lock.publish(ServerInfo(os.getpid(), "http://127.0.0.1:1", endpoint, {}, 0.0))
+        assert target.local_stack_stopped() is False  # held lock, storage answering
+        lock.publish(ServerInfo(os.getpid(), "http://127.0.0.1:1", "http://127.0.0.1:9", {}, 0.0))
+        assert target.local_stack_stopped() is True  # another serve: a new, empty stack
+        lock.publish(ServerInfo(os.getpid(), "http://127.0.0.1:1", endpoint, {}, 0.0))
+        listening.close()
+        assert target.local_stack_stopped() is True  # storage stopped before the lock is released
+        lock.release()
+        assert target.local_stack_stopped() is True  # no serve at all

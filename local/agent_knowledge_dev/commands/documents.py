@@ -24,8 +24,8 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from agent_knowledge_dev.arguments import bounded_int
 from agent_knowledge_dev.commands import Command, sync
-from agent_knowledge_dev.console import CliError, note, print_json
-from agent_knowledge_dev.target import add_target_arguments, connect, sources_bucket
+from agent_knowledge_dev.console import CliError, LocalStackStopped, note, print_json
+from agent_knowledge_dev.target import add_target_arguments, connect, local_stack_stopped, sources_bucket
 
 if TYPE_CHECKING:  # imported where used: every CLI run builds this module's parsers
     from agent_knowledge_dev.bulk import FolderOutcomes
@@ -198,7 +198,7 @@ def _check_title_argument(title: str) -> None:
 
 
 def _put_file(arguments: argparse.Namespace) -> int:
-    from agent_knowledge.errors import AgentKnowledgeError, NotUtf8
+    from agent_knowledge.errors import AgentKnowledgeError, KnowledgeUnavailable, NotUtf8
     from agent_knowledge.ingest.source_files import MEDIA_TYPES_BY_SUFFIX, media_type_of
     from agent_knowledge_dev.bulk import UnreadableSource, read_source
 
@@ -233,12 +233,24 @@ def _put_file(arguments: argparse.Namespace) -> int:
             f"{source_key} was not uploaded within --timeout {arguments.timeout:g} s (an upload under way may "
             f"still complete: see `agent-knowledge doc list {arguments.kb_id}`)"
         ) from None
+    except KnowledgeUnavailable:
+        if not local_stack_stopped():
+            raise
+        print_json(
+            {"outcome": "not_uploaded", "kb_id": arguments.kb_id, "source_key": source_key, "stack_stopped": True}
+        )
+        raise LocalStackStopped(f"; {source_key} was not uploaded") from None
     session = put.session
     if session.bucket is None:
         return _store_file_directly(session, source_key, text, media_type, arguments.title)
-    document, status, superseded = put.document, 0, False
+    document, status, superseded, stopped = put.document, 0, False, False
     if arguments.wait and put.uploaded is not None:
-        document, status, superseded = _follow_upload(arguments, session, put.uploaded, document, started, deadline)
+        try:
+            document, status, superseded = _follow_upload(arguments, session, put.uploaded, document, started, deadline)
+        except KnowledgeUnavailable:
+            if not local_stack_stopped():
+                raise
+            document, stopped = {**(document or {}), "status": "pending", "reason": NOT_CONFIRMED}, True
     result: dict[str, Any] = {
         "outcome": put.outcome,
         "kb_id": session.kb_id,
@@ -250,7 +262,11 @@ def _put_file(arguments: argparse.Namespace) -> int:
     if arguments.wait:
         result["superseded"] = superseded
     result["document"] = document
+    if stopped:
+        result["stack_stopped"] = True
     print_json(result)
+    if stopped:
+        raise LocalStackStopped(f"; {source_key} was uploaded, but its ingest was not confirmed")
     return status
 
 
@@ -312,7 +328,13 @@ def _follow_upload(
         waited = _before(
             deadline,
             lambda: wait_for_version(
-                session.repositories, session.bucket, session.kb_id, uploaded, since=started, deadline=deadline
+                session.repositories,
+                session.bucket,
+                session.kb_id,
+                uploaded,
+                since=started,
+                deadline=deadline,
+                stopped=local_stack_stopped,
             ),
         )
     except _Late:
@@ -449,7 +471,12 @@ def _wait(
 # --- a folder -------------------------------------------------------------------------------------
 
 
+# What a change whose landing the command did not see is, when the local stack stopped under it.
+NOT_CONFIRMED = "not confirmed: the local stack stopped"
+
+
 def _put_directory(arguments: argparse.Namespace) -> int:
+    from agent_knowledge.errors import KnowledgeUnavailable
     from agent_knowledge.ingest.status import document_listing
     from agent_knowledge_dev.bulk import FolderOutcomes, discover
     from agent_knowledge_dev.progress import ProgressBar
@@ -472,20 +499,25 @@ def _put_directory(arguments: argparse.Namespace) -> int:
         bar.message(f"ignored: {ignored.path}: {ignored.reason}")
     pruned: set[str] = set()
     try:
-        uploaded, not_uploaded = _upload_all(
+        uploaded, not_uploaded, stopped = _upload_all(
             session, folder.files, remote, documents, summary, bar, arguments.workers, deadline, arguments.charset
         )
-        if arguments.prune and not not_uploaded:
+        if arguments.prune and not not_uploaded and not stopped:
             present = {source.source_key for source in folder.files}
-            for source_key in sorted(set(remote) - present):
-                if not (root / source_key).exists():  # only files that are gone, not ones left out
-                    session.bucket.delete(session.kb_id, source_key)
-                    pruned.add(source_key)
+            try:
+                for source_key in sorted(set(remote) - present):
+                    if not (root / source_key).exists():  # only files that are gone, not ones left out
+                        session.bucket.delete(session.kb_id, source_key)
+                        pruned.add(source_key)
+            except KnowledgeUnavailable:
+                if not local_stack_stopped():
+                    raise
+                stopped = True
             summary.deleted = len(pruned)
     finally:
         bar.close()
     upload_seconds = time.perf_counter() - clock
-    if not_uploaded:
+    if not_uploaded and not stopped:
         note(
             f"not uploaded within --timeout {arguments.timeout:g} s: {len(not_uploaded)} of {len(folder.files)} "
             "files (listed in not_uploaded; run the same command again to send them)"
@@ -496,22 +528,45 @@ def _put_directory(arguments: argparse.Namespace) -> int:
         "not_uploaded": not_uploaded,
     }
     status = 1 if summary.failed or not_uploaded else 0
-    if arguments.wait:
+    confirmed = False  # whether --wait saw every change land (or fail)
+    if arguments.wait and not stopped:
         remaining = max(0.0, deadline - time.monotonic())
         try:
             waited = _before(deadline, lambda: _wait(arguments, session, uploaded, pruned, started, remaining))
             ready, pending = len(waited.ready), waited.pending
             for source_key, entry in sorted(waited.failed.items()):
                 summary.fail(source_key, entry.reason or "failed")
+            confirmed = True
         except _Late:
             ready, pending = 0, sorted([*uploaded, *pruned])
+        except KnowledgeUnavailable:
+            if not local_stack_stopped():
+                raise
+            ready, pending, stopped = 0, sorted([*uploaded, *pruned]), True
         result.update(failed=summary.failed, failures=summary.failures, ready=ready, pending=pending)
         status = 1 if summary.failed or pending or not_uploaded else 0
+    elif arguments.wait:
+        result.update(ready=0, pending=sorted([*uploaded, *pruned]))
     from agent_knowledge.ingest.status import kb_status
 
-    result["index_generation"] = kb_status(session.repositories, session.kb_id).index_generation
+    generation = None
+    if not stopped:
+        try:
+            generation = kb_status(session.repositories, session.kb_id).index_generation
+        except KnowledgeUnavailable:
+            if not local_stack_stopped():
+                raise
+            stopped = True
+    result["index_generation"] = generation
     result["seconds"] = {"upload": round(upload_seconds, 2), "total": round(time.perf_counter() - clock, 2)}
+    if stopped:
+        # Everything this run uploaded or deleted went with the stack, unless --wait saw it land first.
+        result["not_confirmed"] = [] if confirmed else sorted([*uploaded, *pruned])
+        result["stack_stopped"] = True
     print_json(result)
+    if stopped:
+        what = f"{len(result['not_uploaded'])} files not uploaded, {len(result['not_confirmed'])} not confirmed"
+        raise LocalStackStopped(f" ({what}: listed in not_uploaded and not_confirmed)")
     return status
 
 
@@ -552,12 +607,12 @@ def _upload_all(
     workers: int,
     deadline: float,
     charset: str | None = None,
-) -> tuple[dict[str, str | None], list[str]]:
+) -> tuple[dict[str, str | None], list[str], bool]:
     """Upload the files that changed, counting each file's outcome in `summary`, until `deadline`
-    (time.monotonic); returns the revision of each file uploaded, by source key, and the source
-    keys of the files not done by the deadline. `charset` (`--charset`): the encoding of the plain
-    text and Markdown files."""
-    from agent_knowledge.errors import NotUtf8
+    (time.monotonic) or until the local stack stops; returns the revision of each file uploaded,
+    by source key, the source keys of the files not done by then, and whether the local stack
+    stopped. `charset` (`--charset`): the encoding of the plain text and Markdown files."""
+    from agent_knowledge.errors import KnowledgeUnavailable, NotUtf8
     from agent_knowledge_dev.bulk import each_file, read_source
     from agent_knowledge_dev.sources import content_etag
 
@@ -573,23 +628,32 @@ def _upload_all(
         healthy = documents.get(source.source_key) in {"ready", "pending"}
         if current is not None and current.etag == content_etag(content) and healthy:
             return "skipped", None
-        session.bucket.put(session.kb_id, source.source_key, content, source.media_type, charset=declared)
+        try:
+            session.bucket.put(session.kb_id, source.source_key, content, source.media_type, charset=declared)
+        except KnowledgeUnavailable:
+            if local_stack_stopped():  # not this file's failure: ends the run (each_file raises it here)
+                raise LocalStackStopped from None
+            raise
         return ("created" if current is None else "updated"), prepared.revision
 
     uploaded: dict[str, str | None] = {}
     finished: set[str] = set()
-    for source, done, error in each_file(files, upload, workers, deadline):
-        finished.add(source.source_key)
-        if error is not None:
-            summary.fail(source.source_key, error)
-            bar.message(f"failed: {source.source_key}: {error}")
-        elif done is not None:
-            outcome, revision = done
-            summary.count(outcome)
-            if outcome != "skipped":
-                uploaded[source.source_key] = revision
-        bar.advance(source.source_key)
-    return uploaded, sorted(source.source_key for source in files if source.source_key not in finished)
+    stopped = False
+    try:
+        for source, done, error in each_file(files, upload, workers, deadline):
+            finished.add(source.source_key)
+            if error is not None:
+                summary.fail(source.source_key, error)
+                bar.message(f"failed: {source.source_key}: {error}")
+            elif done is not None:
+                outcome, revision = done
+                summary.count(outcome)
+                if outcome != "skipped":
+                    uploaded[source.source_key] = revision
+            bar.advance(source.source_key)
+    except LocalStackStopped:
+        stopped = True
+    return uploaded, sorted(source.source_key for source in files if source.source_key not in finished), stopped
 
 
 # --- delete, list -------------------------------------------------------------------------------

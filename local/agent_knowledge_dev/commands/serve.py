@@ -17,6 +17,12 @@ def _arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--port", type=int, default=3000, help="port to listen on (default: 3000)")
     parser.add_argument("--quiet", action="store_true", help="do not log one line per request on stderr")
     parser.add_argument(
+        "--verbose",
+        action="store_true",
+        help="every log line of the functions on stderr (default: warnings and errors, and the INFO lines "
+        "summed up in one line every 5 s)",
+    )
+    parser.add_argument(
         "--embedding-provider",
         choices=EMBEDDING_PROVIDERS,
         default="local",
@@ -25,9 +31,17 @@ def _arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _run(arguments: argparse.Namespace) -> int:
+    from agent_knowledge_dev import log_summary
     from agent_knowledge_dev.server import serve
 
-    return serve(arguments.host, arguments.port, quiet=arguments.quiet, embedding_provider=arguments.embedding_provider)
+    if not arguments.verbose:
+        log_summary.summarise_function_logs()
+    try:
+        return serve(
+            arguments.host, arguments.port, quiet=arguments.quiet, embedding_provider=arguments.embedding_provider
+        )
+    finally:
+        log_summary.stop()
 
 
 COMMAND = Command(
