@@ -2,7 +2,7 @@
 the pipeline (sources bucket → ingest → index), as the outside review attacked them (issue 35).
 
 A bomb fails its own document with the reason; the rest of its batch is ingested and nothing is
-dead-lettered. The page bomb runs at the product's real limits (512 MiB for the parser child):
+dead-lettered. The page bomb runs at the product's real limits (640 MiB for the parser child):
 it reaches them in about a second.
 """
 
@@ -50,7 +50,7 @@ def test_a_one_page_pdf_of_millions_of_text_operators_fails_alone_within_the_mem
     assert status["good.pdf"] == ("ready", None)
     assert status["bomb.pdf"][0] == "failed"
     assert status["bomb.pdf"][1] == (
-        "too much memory for one page: reading page 1 of the PDF needed more than 512 MiB; "
+        "too much memory for one page: reading page 1 of the PDF needed more than 640 MiB; "
         "simplify the document or split it into smaller ones"
     )
     assert pipeline.dead_letters("SourceDeadLetterQueue") == []
