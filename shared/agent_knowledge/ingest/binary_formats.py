@@ -12,16 +12,20 @@ footnotes and comments are left out.
 
 Title: the document's metadata title when it means something (not empty, not a producer's
 placeholder like "Microsoft Word - draft3.docx", "Untitled", "PowerPoint Presentation", a file
-name); else the first heading (Word), the first slide's title (PowerPoint) or the largest text at
-the top of the first page (PDF); else `prepare_document` falls back to the source key.
+name); else the first heading (Word), the first slide's title placeholder or, without one, its
+text in the largest font (PowerPoint), the largest text of the first page or, when none stands
+out, its first line of two words and eight letters (PDF); else `prepare_document` falls back to
+the source key. Control characters never reach a title.
 
 Libraries (docs/DESIGN.md §10, "PDF, Word and PowerPoint"): PDFium through pypdfium2 for PDF,
 imported here only when a PDF is read (the query functions never load it; PDFium is not
 thread-safe, hence `_PDFIUM`); the
-standard library's zipfile and ElementTree for the OOXML formats, with every zip bound checked
-from the archive's directory before anything is decompressed (`MAX_ZIP_*`). Every refusal is a
-`DocumentRejected` with its reason; `check` (the document's CPU budget) is called per page, per
-slide and every few hundred XML elements.
+standard library's zipfile and defusedxml's ElementTree (a DTD is refused in any encoding) for the
+OOXML formats, with every zip bound checked from the archive's directory before anything is
+decompressed (`MAX_ZIP_*`, `MAX_PARSED_XML_BYTES`). Every refusal is a `DocumentRejected` with
+its reason; `check` (the document's CPU budget) is called per page, per slide and every few
+hundred XML elements. The ingest runs all of this in a child process with hard memory and CPU
+limits (ingest/parse_process.py): inside one page PDFium cannot be interrupted.
 """
 
 from __future__ import annotations
