@@ -1,6 +1,7 @@
 """POST /agent-api/v1/workspaces/{route}/mcp — MCP over Streamable HTTP (stateless, JSON answers):
 the tools knowledge_search and knowledge_read, each call revalidated like the knowledge routes.
-GET and DELETE answer 405. Transport and JSON-RPC: `agent_knowledge.mcp.stateless_server`."""
+GET and DELETE answer 405. Transport and JSON-RPC: `agent_knowledge.mcp.stateless_server`; the
+Origins a browser may call it from: `agent_knowledge.mcp.origins` (`MCP_ALLOWED_ORIGINS`)."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from typing import Any
 from agent_knowledge.identity.run_access import authorize_run
 from agent_knowledge.knowledge.read import read_ahead, read_knowledge
 from agent_knowledge.knowledge.search import search_ahead, search_knowledge
+from agent_knowledge.mcp.origins import configured_origins
 from agent_knowledge.mcp.stateless_server import (
     StatelessServer,
     Tool,
@@ -56,6 +58,7 @@ def mcp(route: str) -> Response:
             Tool(SEARCH, SearchResponse, lambda arguments: knowledge_search(request, route, arguments)),
             Tool(READ, ReadResponse, lambda arguments: knowledge_read(request, route, arguments)),
         ],
+        allowed_origins=configured_origins(),
     )
     return server.answer(request.event, authenticate=lambda: request.open_workspace(route))
 

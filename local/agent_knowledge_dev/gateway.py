@@ -5,6 +5,15 @@ no other change. Events have the fields AWS documents for payload format 2.0 (lo
 `cookies` and `queryStringParameters` only when present, comma-joined repeated values, URL-decoded
 path parameters, `isBase64Encoded` bodies for non-text content). Unknown paths answer 404 and a known
 path with another method 405, both as JSON with `Cache-Control: no-store` like the functions do.
+
+Unlike API Gateway, it answers only requests addressed to it by a loopback name — `Host` is
+`localhost`, `127.0.0.1` or `[::1]` with the server's port — and refuses any other `Host` with 403
+on every path, before routing: a web page whose domain an attacker rebinds to 127.0.0.1 (DNS
+rebinding) reaches this server with its own name in `Host`, and with the demo bearer, which is
+public, it could otherwise read the local knowledge. HTTP clients leave the port out of `Host` only
+when it is the scheme's default (80), so the bare names are accepted on port 80 only. The MCP
+route's `Origin` rule is the function's (`agent_knowledge.mcp.origins`); `serve` gives it the
+`loopback_origins` of its port.
 """
 
 from __future__ import annotations
@@ -30,6 +39,8 @@ MAX_REQUEST_BYTES = 6 * 1024 * 1024
 _MONTHS = ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec")
 _TEXT_TYPES = ("text/", "application/json", "application/xml", "application/x-www-form-urlencoded")
 _PARAMETER = re.compile(r"\{([A-Za-z0-9_]+)(\+?)\}")
+LOOPBACK_NAMES = ("localhost", "127.0.0.1", "[::1]")
+_HOST = re.compile(r"(?P<name>\[[^\]]*\]|[^:\[\]]*)(?::(?P<port>[0-9]{1,5}))?")
 
 log = logging.getLogger(__name__)
 
@@ -54,6 +65,24 @@ class HttpResponse:
 
     def header(self, name: str) -> str | None:
         return next((value for key, value in self.headers if key.lower() == name.lower()), None)
+
+
+def loopback_host(value: str | None, port: int | None) -> bool:
+    """`value` (a `Host` header) names this server by a loopback name: `localhost`, `127.0.0.1` or
+    `[::1]` (any case), with `port`, or without a port when `port` is 80, where clients leave it
+    out. `port` None: the server's port is not known (a gateway without a socket): any port."""
+    found = _HOST.fullmatch(value.strip().lower()) if value is not None else None
+    if found is None or found.group("name") not in LOOPBACK_NAMES:
+        return False
+    sent = int(found.group("port")) if found.group("port") is not None else 80
+    return port is None or sent == port
+
+
+def loopback_origins(port: int) -> tuple[str, ...]:
+    """The origins of this server's own pages, one per loopback name: what the MCP route accepts
+    as `Origin` locally (browsers leave the default port 80 out)."""
+    suffix = "" if port == 80 else f":{port}"
+    return tuple(f"http://{name}{suffix}" for name in LOOPBACK_NAMES)
 
 
 def json_error(status: int, code: str, message: str, headers: list[tuple[str, str]] | None = None) -> HttpResponse:
@@ -196,18 +225,30 @@ def to_response(result: Any) -> HttpResponse:
 
 
 class Gateway:
-    """Routes one request to a function and converts both ways. `invoke` is injectable for tests."""
+    """Routes one request to a function and converts both ways. `invoke` is injectable for tests.
+    `port`: the port the server listens on (`ApiServer` sets it once bound), which `Host` must name."""
 
-    def __init__(self, routes: list[FunctionRoute], invoke: Invoke, clock: Callable[[], float] = time.time) -> None:
+    def __init__(
+        self,
+        routes: list[FunctionRoute],
+        invoke: Invoke,
+        clock: Callable[[], float] = time.time,
+        port: int | None = None,
+    ) -> None:
         self._table = RouteTable(routes)
         self._invoke = invoke
         self._clock = clock
+        self.port = port
 
     def handle(self, request: HttpRequest) -> HttpResponse:
         request_id = str(uuid.uuid4())
         raw_path = request.target.partition("?")[0]
-        match = self._table.match(request.method, raw_path)
-        if match is None:
+        hosts = [value for name, value in request.headers if name.lower() == "host"]
+        addressed_here = len(hosts) == 1 and loopback_host(hosts[0], self.port)
+        match = self._table.match(request.method, raw_path) if addressed_here else None
+        if not addressed_here:
+            response = json_error(403, "forbidden", self._foreign_host())
+        elif match is None:
             response = json_error(404, "not_found", "no such endpoint")
         elif isinstance(match, list):
             allowed = ", ".join(sorted(set(match)))
@@ -221,3 +262,11 @@ class Gateway:
                 response = json_error(502, "internal_error", f"the function failed (request id {request_id})")
         response.headers.append(("apigw-requestid", request_id))
         return response
+
+    def _foreign_host(self) -> str:
+        # Names nothing of the request: its Host is the attacker's to choose.
+        port = "its port" if self.port is None else f"port {self.port}"
+        return (
+            f"this local server answers only requests addressed to localhost, 127.0.0.1 or [::1] on {port}"
+            " (the Host header); any other Host is refused as a defence against DNS rebinding"
+        )

@@ -26,7 +26,14 @@ from types import FrameType
 from typing import Any
 
 from agent_knowledge_dev.console import CliError
-from agent_knowledge_dev.gateway import MAX_REQUEST_BYTES, Gateway, HttpRequest, HttpResponse, json_error
+from agent_knowledge_dev.gateway import (
+    MAX_REQUEST_BYTES,
+    Gateway,
+    HttpRequest,
+    HttpResponse,
+    json_error,
+    loopback_origins,
+)
 from agent_knowledge_dev.localstate import AlreadyRunning, ServeLock, ServerInfo
 
 log = logging.getLogger(__name__)
@@ -152,6 +159,11 @@ class ApiServer(ThreadingHTTPServer):
         self.gateway = gateway
         self.quiet = quiet
         super().__init__(address, _RequestHandler)
+        gateway.port = self.port  # the Host of every request must name it (port 0 binds a free one)
+
+    @property
+    def port(self) -> int:
+        return int(self.server_address[1])
 
     @property
     def base_url(self) -> str:
@@ -248,7 +260,10 @@ def serve(host: str, port: int, quiet: bool = False, embedding_provider: str = "
 
         api = _bind(host, port, Gateway(function_routes(), FunctionInvoker()), quiet)
         try:
-            with moto_server_stack(in_process=True, embedding_provider=embedding_provider) as stack:
+            origins = ",".join(loopback_origins(api.port))
+            with moto_server_stack(
+                in_process=True, embedding_provider=embedding_provider, mcp_allowed_origins=origins
+            ) as stack:
                 lock.publish(ServerInfo(os.getpid(), api.base_url, stack.endpoint, stack.environment, time.time()))
                 _stop_on_signals()
                 print(
@@ -256,7 +271,12 @@ def serve(host: str, port: int, quiet: bool = False, embedding_provider: str = "
                     flush=True,
                 )
                 if host not in {"127.0.0.1", "localhost", "::1"}:
-                    print(f"warning: listening on {host}; the demo bearer token is public", file=sys.stderr, flush=True)
+                    print(
+                        f"warning: listening on {host}; the demo bearer token is public (requests must still"
+                        " name localhost, 127.0.0.1 or [::1] with this port in Host: others are refused)",
+                        file=sys.stderr,
+                        flush=True,
+                    )
                 try:
                     api.serve_forever(poll_interval=0.2)
                 except KeyboardInterrupt:

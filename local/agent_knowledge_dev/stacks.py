@@ -77,7 +77,12 @@ class MotoServerStack:
 
 @contextmanager
 def moto_server_stack(
-    seed: bool = True, pipeline: bool = True, *, in_process: bool = False, embedding_provider: str = "local"
+    seed: bool = True,
+    pipeline: bool = True,
+    *,
+    in_process: bool = False,
+    embedding_provider: str = "local",
+    mcp_allowed_origins: str = "",
 ) -> Iterator[MotoServerStack]:
     """A moto server on loopback with the template's stack (and the demo workspace and sample
     documents when `seed`); this process is pointed at it for good (run it in its own process).
@@ -90,7 +95,8 @@ def moto_server_stack(
     other processes (admin commands, `invoke`, `aws --endpoint-url`), and the functions' calls skip
     the HTTP client, a TCP connection, werkzeug and Flask — about half of what each call cost, and
     each document is a dozen calls. The fault drills keep HTTP (`stop_moto` cuts storage off).
-    `embedding_provider`: the stack's EmbeddingProvider (`stack.LOCAL_EMBEDDING_PROVIDERS`)."""
+    `embedding_provider`: the stack's EmbeddingProvider (`stack.LOCAL_EMBEDDING_PROVIDERS`);
+    `mcp_allowed_origins`: its McpAllowedOrigins (`serve`: its loopback origins)."""
     from moto import mock_aws
     from moto.server import ThreadedMotoServer
 
@@ -112,6 +118,10 @@ def moto_server_stack(
     try:
         use_local_backend(stack.endpoint)
         stack.environment = create_stack(aws.client, embedding_provider=embedding_provider)
+        # The MCP function's own variable (template parameter McpAllowedOrigins; agent_knowledge.mcp.origins,
+        # not imported here: the layer's observability must first see the environment): locally
+        # every function shares one environment.
+        stack.environment["MCP_ALLOWED_ORIGINS"] = mcp_allowed_origins
         use_stack_environment(stack.environment)
         if in_process:
             mock = mock_aws()

@@ -16,8 +16,19 @@ from tests.support.local_api import ServedApi, start_server
 
 @pytest.fixture(scope="module")
 def local_api(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServedApi]:
+    yield from _served(tmp_path_factory)
+
+
+@pytest.fixture(scope="module")
+def lexical_local_api(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServedApi]:
+    """`serve --embedding-provider none`: for tests that never search by meaning, without the local
+    model's start-up and indexing CPU."""
+    yield from _served(tmp_path_factory, "--embedding-provider", "none")
+
+
+def _served(tmp_path_factory: pytest.TempPathFactory, *options: str) -> Iterator[ServedApi]:
     directory = tmp_path_factory.mktemp("serve")
-    api = start_server(directory / "state", directory / "serve.out")
+    api = start_server(directory / "state", directory / "serve.out", serve_options=options)
     try:
         yield api
     finally:

@@ -74,10 +74,11 @@ class Answer:
 
 
 def exchange(server: ApiServer, request: bytes) -> Answer:
-    """Send `request` as is, half-close, and read the whole answer (every error answer closes)."""
+    """Send `request` as is, its `localhost:PORT` (the Host) naming the server's port, half-close,
+    and read the whole answer (every error answer closes)."""
     host, port = server.server_address[:2]
     with socket.create_connection((str(host), port), timeout=30) as connection:
-        connection.sendall(request)
+        connection.sendall(request.replace(b"localhost:PORT", f"localhost:{port}".encode()))
         connection.shutdown(socket.SHUT_WR)
         received = b""
         while chunk := connection.recv(65536):
@@ -86,7 +87,7 @@ def exchange(server: ApiServer, request: bytes) -> Answer:
 
 
 def get(path: str, *headers: str) -> bytes:
-    lines = [f"GET {path} HTTP/1.1", "Host: localhost", f"Authorization: Bearer {BEARER}", *headers]
+    lines = [f"GET {path} HTTP/1.1", "Host: localhost:PORT", f"Authorization: Bearer {BEARER}", *headers]
     return ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1")
 
 
@@ -123,13 +124,13 @@ def test_the_access_log_escapes_control_characters_in_the_path(server, capsys) -
 
 
 def test_an_unknown_method_is_answered_by_the_gateway_as_json(server, functions) -> None:
-    request = f"BREW {CAPABILITIES} HTTP/1.1\r\nHost: localhost\r\nContent-Length: 0\r\n\r\n".encode()
+    request = f"BREW {CAPABILITIES} HTTP/1.1\r\nHost: localhost:PORT\r\nContent-Length: 0\r\n\r\n".encode()
 
     answer = exchange(server, request)
 
     assert_json_error(answer, 405, "method_not_allowed")
     assert answer.header("allow") == "GET"
-    assert exchange(server, b"BREW /nowhere HTTP/1.1\r\nHost: localhost\r\n\r\n").status == 404
+    assert exchange(server, b"BREW /nowhere HTTP/1.1\r\nHost: localhost:PORT\r\n\r\n").status == 404
     assert functions.events == []
 
 
@@ -166,7 +167,7 @@ def test_a_request_line_over_64_kib_is_414_json_with_no_store(server, functions)
     ],
 )
 def test_a_malformed_request_line_is_json_with_no_store(server, functions, request_line, status, code) -> None:
-    answer = exchange(server, f"{request_line}\r\nHost: localhost\r\n\r\n".encode())
+    answer = exchange(server, f"{request_line}\r\nHost: localhost:PORT\r\n\r\n".encode())
 
     assert_json_error(answer, status, code)
     assert functions.events == []
@@ -174,7 +175,7 @@ def test_a_malformed_request_line_is_json_with_no_store(server, functions, reque
 
 def post_search(*content_lengths: str) -> bytes:
     """A search request whose body is BODY, sent with exactly the given Content-Length headers."""
-    lines = [f"POST {SEARCH} HTTP/1.1", "Host: localhost", f"Authorization: Bearer {BEARER}"]
+    lines = [f"POST {SEARCH} HTTP/1.1", "Host: localhost:PORT", f"Authorization: Bearer {BEARER}"]
     lines += ["Content-Type: application/json", *(f"Content-Length: {value}" for value in content_lengths)]
     return ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1") + BODY
 

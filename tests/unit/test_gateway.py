@@ -9,7 +9,16 @@ from typing import Any
 
 import pytest
 
-from agent_knowledge_dev.gateway import Gateway, HttpRequest, RouteTable, build_event, request_time, to_response
+from agent_knowledge_dev.gateway import (
+    Gateway,
+    HttpRequest,
+    RouteTable,
+    build_event,
+    loopback_host,
+    loopback_origins,
+    request_time,
+    to_response,
+)
 from agent_knowledge_dev.handlers import load_event
 from agent_knowledge_dev.template import FunctionRoute, function_routes
 
@@ -145,6 +154,81 @@ def test_unknown_paths_and_wrong_methods_never_reach_a_function(method, target, 
     assert recorder.calls == []
     if status == 405:
         assert response.header("Allow") in {"GET", "POST"}
+
+
+@pytest.mark.parametrize(
+    ("host", "port", "accepted"),
+    [
+        ("127.0.0.1:3000", 3000, True),
+        ("localhost:3000", 3000, True),
+        ("[::1]:3000", 3000, True),
+        ("LOCALHOST:3000", 3000, True),  # names are case-insensitive
+        (" localhost:3000 ", 3000, True),
+        ("localhost:3001", 3000, False),
+        ("localhost", 3000, False),  # a client leaves the port out only for 80
+        ("localhost", 80, True),
+        ("127.0.0.1:80", 80, True),
+        ("[::1]", 80, True),
+        ("localhost:3000", None, True),  # the port not yet known: any port
+        ("localhost:65000", None, True),
+        ("evil.example:3000", 3000, False),
+        ("evil.example:3000", None, False),
+        ("localhost.:3000", 3000, False),
+        ("localhost.evil.example:3000", 3000, False),
+        ("127.0.0.2:3000", 3000, False),
+        ("::1:3000", 3000, False),  # an IPv6 address in Host is bracketed
+        ("[::1]x:3000", 3000, False),
+        ("localhost:3000:3000", 3000, False),
+        ("localhost:x", 3000, False),
+        ("localhost:", 3000, False),
+        ("localhost@evil.example:3000", 3000, False),
+        ("", 3000, False),
+        (None, 3000, False),
+    ],
+)
+def test_only_a_loopback_host_with_the_servers_port_is_this_server(host, port, accepted):
+    assert loopback_host(host, port) is accepted
+
+
+def test_the_loopback_origins_name_the_port_except_80():
+    assert loopback_origins(3000) == ("http://localhost:3000", "http://127.0.0.1:3000", "http://[::1]:3000")
+    assert loopback_origins(80) == ("http://localhost", "http://127.0.0.1", "http://[::1]")
+
+
+@pytest.mark.parametrize(
+    "hosts",
+    [
+        [("Host", "evil.example:3000")],
+        [("Host", "localhost:3001")],
+        [],  # HTTP/1.0 without Host
+        [("Host", "localhost:3000"), ("Host", "evil.example:3000")],
+    ],
+)
+@pytest.mark.parametrize("target", [CAPABILITIES, SEARCH, "/agent-api/v1/workspaces/demo/mcp", "/nowhere"])
+def test_a_request_not_addressed_to_a_loopback_name_and_the_port_is_403_on_every_path(hosts, target):
+    recorder = Recorder()
+    gateway = Gateway(function_routes(), recorder, port=3000)
+    auth = [("Authorization", "Bearer demo-local-token-0123456789abcdef"), ("Origin", "http://evil.example:3000")]
+    response = gateway.handle(HttpRequest("POST", target, [*hosts, *auth], b"{}"))
+    assert response.status == 403
+    body = json.loads(response.body)
+    assert body["error"] == "forbidden"
+    assert "localhost, 127.0.0.1 or [::1] on port 3000" in body["message"] and "DNS rebinding" in body["message"]
+    assert "evil" not in body["message"]  # nothing of the request is echoed
+    assert response.header("Cache-Control") == "no-store" and response.header("apigw-requestid")
+    assert recorder.calls == []
+
+
+def test_each_loopback_name_with_the_port_reaches_the_function():
+    recorder = Recorder()
+    gateway = Gateway(function_routes(), recorder, port=3000)
+    for host in ("localhost:3000", "127.0.0.1:3000", "[::1]:3000"):
+        assert gateway.handle(HttpRequest("GET", CAPABILITIES, [("Host", host)])).status == 200
+    assert [event["requestContext"]["domainName"] for _, event, _ in recorder.calls] == [
+        "localhost",
+        "127.0.0.1",
+        "[::1]",
+    ]
 
 
 def test_a_crashing_function_is_a_502_without_details():

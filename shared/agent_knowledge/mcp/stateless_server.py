@@ -18,8 +18,8 @@ endpoint without server-to-client messages needs is one POST, one JSON-RPC messa
 
 What a POST goes through, in this order:
 
-1. `Origin`, when present, must be this endpoint's own origin → else 403 (the transport's
-   DNS-rebinding rule; no credential here is ambient anyway: the bearer is an explicit header).
+1. `Origin`, when present, must be the API's own origin or one the deployment allows → else 403
+   (the transport's DNS-rebinding rule: `mcp.origins`).
 2. The caller is revalidated — bearer (401), route (404) — before any MCP processing, exactly as
    on the knowledge routes: a well-formed `tools/call` by the tool's own domain call (so a call
    costs what the plain route costs, and nothing more), anything else by `authenticate`.
@@ -42,16 +42,16 @@ error (`isError: true`) whose text names the code, its HTTP status and what to d
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 from typing import Any, Final, TypeVar
-from urllib.parse import urlsplit
 
 from aws_lambda_powertools.event_handler.api_gateway import APIGatewayHttpResolver
 from pydantic import BaseModel, ValidationError
 
 from agent_knowledge import errors, strict_json, wire
 from agent_knowledge.limits import REQUEST_MAX_BODY_BYTES
+from agent_knowledge.mcp.origins import origin_allowed
 from agent_knowledge.mcp.tool_catalog import (
     READ_ONLY_ANNOTATIONS,
     SERVER_NAME,
@@ -80,7 +80,10 @@ METHOD_NOT_FOUND: Final = -32601
 INVALID_PARAMS: Final = -32602
 INTERNAL_ERROR: Final = -32603
 
-_DEFAULT_PORTS = {"http": 80, "https": 443}
+FOREIGN_ORIGIN: Final = (
+    "Forbidden: a page of this Origin may not call this endpoint (its own origin and the deployment's"
+    " McpAllowedOrigins may; clients other than browsers send no Origin)"
+)
 
 ModelT = TypeVar("ModelT", bound=BaseModel)
 
@@ -180,32 +183,6 @@ def _log(error: errors.KnowledgeError, status: int) -> None:
 # -- the request --------------------------------------------------------------------------------
 
 
-def _default_port(scheme: str, port: int | None) -> int | None:
-    return port if port is not None else _DEFAULT_PORTS.get(scheme)
-
-
-def foreign_origin(event: dict[str, Any]) -> bool:
-    """An `Origin` header that is not the endpoint's own origin (scheme, host and port)."""
-    origin = header(event, "origin")
-    if origin is None:
-        return False
-    scheme = (header(event, "x-forwarded-proto") or "https").lower()
-    host = header(event, "host") or ""
-    try:
-        sent = urlsplit(origin.strip())
-        own = urlsplit(f"{scheme}://{host}")
-        sent_port, own_port = sent.port, own.port
-    except ValueError:  # not a URL, or a port that is not a number
-        return True
-    if not sent.hostname or sent.path or sent.query or sent.username is not None:
-        return True
-    return (sent.scheme.lower(), sent.hostname, _default_port(sent.scheme.lower(), sent_port)) != (
-        scheme,
-        own.hostname,
-        _default_port(scheme, own_port),
-    )
-
-
 def _media_types(value: str) -> list[str]:
     return [part.split(";", 1)[0].strip().lower() for part in value.split(",")]
 
@@ -279,18 +256,22 @@ def _output_schema(model: type[BaseModel]) -> dict[str, Any]:
 
 
 class StatelessServer:
-    """The MCP server of one route: `answer` takes one POST's API Gateway event."""
+    """The MCP server of one route: `answer` takes one POST's API Gateway event. `allowed_origins`:
+    the normalised origins allowed besides the API's own (`mcp.origins`)."""
 
-    def __init__(self, route: str, tools: Sequence[Tool], about: str | None = None) -> None:
+    def __init__(
+        self, route: str, tools: Sequence[Tool], about: str | None = None, allowed_origins: Collection[str] = ()
+    ) -> None:
         self.route = route
         self.about = about
         self.tools = {tool.spec.name: tool for tool in tools}
+        self.allowed_origins = allowed_origins
 
     def answer(self, event: dict[str, Any], authenticate: Callable[[], object]) -> Response:
         """The HTTP answer to one POST. `authenticate` revalidates the caller (raising `AccessRefused`);
         it is not called for a well-formed tools/call, whose tool revalidates as part of its call."""
-        if foreign_origin(event):
-            return _http_error(_Problem(403, INVALID_REQUEST, "Forbidden: foreign Origin"))
+        if not origin_allowed(event, self.allowed_origins):
+            return _http_error(_Problem(403, INVALID_REQUEST, FOREIGN_ORIGIN))
         exchange = _Exchange.read(event)
         call = self._well_formed_call(exchange)
         if call is None:
