@@ -16,8 +16,14 @@ CHECKOV_VERSION := 3.3.30
 CHECKOV_VENV := $(VENV)/tools/checkov
 # Only `test` and `validate` need it; its stamp names the version, so changing it reinstalls.
 CHECKOV_STAMP := $(CHECKOV_VENV)/.installed-$(CHECKOV_VERSION)
+# The official MCP conformance suite (npm), run against `serve` by tests/e2e/test_mcp_conformance.py.
+# 0.1.12 runs on Node 20; later releases need Node 22. Without npm nothing is installed and the
+# test is skipped, saying why.
+MCP_CONFORMANCE_VERSION := 0.1.12
+MCP_CONFORMANCE_DIR := $(VENV)/tools/mcp-conformance
+MCP_CONFORMANCE_STAMP := $(MCP_CONFORMANCE_DIR)/.installed-$(MCP_CONFORMANCE_VERSION)
 
-.PHONY: venv checkov test lint typecheck serve bench build validate clean
+.PHONY: venv checkov mcp-conformance test lint typecheck serve bench build validate clean
 
 venv: $(STAMP)
 
@@ -41,8 +47,20 @@ $(CHECKOV_STAMP): $(STAMP)
 	$(CHECKOV_VENV)/bin/python -m pip install --quiet 'checkov==$(CHECKOV_VERSION)'
 	touch $(CHECKOV_STAMP)
 
+mcp-conformance: $(MCP_CONFORMANCE_STAMP)
+
+$(MCP_CONFORMANCE_STAMP):
+	@if command -v npm >/dev/null 2>&1; then \
+		mkdir -p $(MCP_CONFORMANCE_DIR) && \
+		npm install --prefix $(MCP_CONFORMANCE_DIR) --no-audit --no-fund --save-exact \
+			'@modelcontextprotocol/conformance@$(MCP_CONFORMANCE_VERSION)' && \
+		touch $(MCP_CONFORMANCE_STAMP); \
+	else \
+		echo "npm not found: the MCP conformance suite is not installed (its test will be skipped)"; \
+	fi
+
 ## Run every check CI runs: lint, type check, tests.
-test: venv checkov lint typecheck
+test: venv checkov mcp-conformance lint typecheck
 	$(BIN)/python -m pytest
 
 lint: venv
