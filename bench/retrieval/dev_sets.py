@@ -86,35 +86,42 @@ class SetInfo:
     language: str  # "en" | "zh": the language of the queries
     kind: str  # "questions" | "known-item" | "identifier" | "no-match" | "cross-lingual"
     corpus: str  # the corpus searched: corpus(name)
-    source: str  # where queries and documents come from, in words
+    source: str  # "<corpus>: where it comes from"; one per corpus, so sets group by source
+
+
+_LEGACY_SOURCES = {
+    "pydoc": "pydoc: the topics of CPython 3.11's pydoc_data (standard library)",
+    "debian-zh": "debian-zh: debian-reference-zh-cn",
+    "man": "man: this machine's manual pages (held out)",
+}
 
 
 def _set_info() -> dict[str, SetInfo]:
     info: dict[str, SetInfo] = {}
     for name, source in SOURCES.items():
-        origin = ", ".join(source.packages)
+        origin = f"{name}: {', '.join(source.packages)}"
         info[f"{name}-questions"] = SetInfo(source.language, "questions", name, origin)
         info[f"{name}-identifiers"] = SetInfo(source.language, "identifier", name, origin)
         info[f"{name}-no-match"] = SetInfo(source.language, "no-match", name, origin)
-    info.update(
-        {
-            "en-questions": SetInfo("en", "questions", "pydoc", "hand-written; pydoc_data topics (CPython 3.11)"),
-            "zh-questions": SetInfo("zh", "questions", "debian-zh", "hand-written; debian-reference-zh-cn"),
-            "zh-known-item": SetInfo("zh", "known-item", "debian-zh", "debian-reference-zh-cn section headings"),
-            "cross-zh-en": SetInfo("zh", "cross-lingual", "pydoc", "hand-written; pydoc_data topics (CPython 3.11)"),
-            "cross-en-zh": SetInfo("en", "cross-lingual", "debian-zh", "hand-written; debian-reference-zh-cn"),
-            "heldout-en-known-item": SetInfo("en", "known-item", "man", "this machine's manual pages (held out)"),
-        }
-    )
+    legacy = {
+        "en-questions": ("en", "questions", "pydoc"),
+        "zh-questions": ("zh", "questions", "debian-zh"),
+        "zh-known-item": ("zh", "known-item", "debian-zh"),
+        "cross-zh-en": ("zh", "cross-lingual", "pydoc"),
+        "cross-en-zh": ("en", "cross-lingual", "debian-zh"),
+        "heldout-en-known-item": ("en", "known-item", "man"),
+    }
+    for name, (language, kind, corpus_name) in legacy.items():
+        info[name] = SetInfo(language, kind, corpus_name, _LEGACY_SOURCES[corpus_name])
     return info
 
 
 SET_INFO = _set_info()
 HELD_OUT_SETS = tuple(HELD_OUT)
 TUNING_SETS = tuple(name for name in SET_INFO if name not in HELD_OUT)
-SOURCE_SETS = {corpus: tuple(n for n in TUNING_SETS if SET_INFO[n].corpus == corpus) for corpus in dict.fromkeys(
-    info.corpus for name, info in SET_INFO.items() if name in TUNING_SETS
-)}  # fmt: skip
+SOURCE_SETS: dict[str, tuple[str, ...]] = {}  # corpus (source) -> its tuning sets
+for _name in TUNING_SETS:
+    SOURCE_SETS[SET_INFO[_name].corpus] = (*SOURCE_SETS.get(SET_INFO[_name].corpus, ()), _name)
 # Older names, kept for the benchmarks that import them (bench/retrieval/hybrid.py, product_hybrid.py):
 SETS = ("en-questions", "zh-questions", "zh-known-item", "cross-zh-en", "cross-en-zh")
 CORPUS_OF = {name: info.corpus for name, info in SET_INFO.items()}
@@ -310,7 +317,7 @@ def summary(set_names: list[str], out: Path) -> None:
                 if "answered" in scores
                 else [f"{scores['mrr_at_3']:.3f}", f"{scores['recall_at_3']:.3f}", f"{scores['hit_at_1']:.3f}", ""]
             )
-            origin = info.source.split(", ")
+            origin = info.source.split(": ", 1)[1].split(", ")
             origin_cell = origin[0] + (f" +{len(origin) - 1}" if len(origin) > 1 else "")
             rows.append([set_name, info.kind, origin_cell, info.language, len(documents), len(items), *figures])
             print(f"{set_name}: done", file=sys.stderr)

@@ -36,7 +36,7 @@ IDENTIFIER_PATTERNS = {
     "dotted": re.compile(_B + r"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)+" + _E),
     "code": re.compile(_B + r"(?:[A-Z]{1,4}-?[0-9]{3,5}|0x[0-9A-Fa-f]{3,})" + _E),
 }  # fmt: skip
-MIN_IDENTIFIER_CHARS = 6
+MIN_IDENTIFIER_CHARS = 5
 _TOKEN_CHARS = frozenset(string.ascii_letters + string.digits + "_")
 
 

@@ -239,6 +239,8 @@ _TEX_DROP = re.compile(
 _TEX_VERB = re.compile(r"\\verb\*?([^A-Za-z\s])(.*?)\1")
 _TEX_HREF = re.compile(r"\\href\{[^{}]*\}")
 _TEX_ENVIRONMENT = re.compile(r"\\(?:begin|end)\{[^{}]*\}(?:\[[^\]]*\])?")
+# A command's {argument} stays as written (\usepackage{xeCJK}); other grouping braces go.
+_TEX_BRACES = re.compile(r"(\\[A-Za-z]+\*?(?:\[[^\]]*\])?\{[^{}]*\})|(?<!\\)[{}]")
 _TEX_LOGO = re.compile(r"\\([A-Za-z]+)\{\}")
 _TEX_FORMAT = re.compile(
     r"\\(?:textbf|textit|texttt|textsf|textrm|emph|url|mbox|footnotetext|footnote|bf|it|tt|sf|small|large|Large"
@@ -258,7 +260,7 @@ def tex_to_text(tex: str) -> str:
     text = _TEX_LOGO.sub(r"\1", text)
     text = _TEX_FORMAT.sub("", text)
     text = text.replace("\\\\", "\n").replace("~", " ")
-    text = re.sub(r"(?<!\\)[{}]", "", text)
+    text = _TEX_BRACES.sub(lambda m: m.group(1) or "", text)
     paragraphs = (" ".join(p.split()) for p in re.split(r"\n\s*\n", text))
     return "\n\n".join(p for p in paragraphs if p)
 
