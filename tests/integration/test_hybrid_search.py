@@ -40,6 +40,15 @@ DOCS = {
         "should return to harbour.",
     ),
 }
+# Unrelated pages beside them (the first paragraph of Python's language reference topics): the dense
+# side learns what the model gives unrelated text of a KB from its chunks, which a KB of four
+# documents cannot say (index/dense.DenseBackground).
+FILLER = {
+    f"reference/{name}.md": (name, " ".join(text.split()[:60]))
+    for name, text in sorted(__import__("pydoc_data.topics", fromlist=["topics"]).topics.items())[:60]
+    if len(text.split()) >= 40
+}
+CHUNKS = len(DOCS) + len(FILLER)
 # No word of it (after stemming and stop words) is in the password document.
 PARAPHRASE = "I forgot my login credentials, how do I get back into my profile?"
 CROSS_LINGUAL = "汽车轮胎漏气了怎么换备胎"
@@ -70,7 +79,7 @@ def embedder():
 def ingestor(stack) -> Ingestor:
     create_knowledge_base(stack.repositories, "kb")
     ingestor = Ingestor(stack.repositories, clock=stack.clock)
-    for source_key, (title, body) in DOCS.items():
+    for source_key, (title, body) in {**DOCS, **FILLER}.items():
         ingestor.put("kb", source_key, title, body, rebuild_index=False)
     ingestor.rebuild_index("kb")
     return ingestor
@@ -91,7 +100,7 @@ def test_a_paraphrase_is_found_only_through_its_meaning(stack, ingestor, embedde
     assert "Password recovery" not in titles(lexical_only)
 
     done = embed_unembedded(stack.repositories, "kb", embedder)
-    assert (done.embedded_chunks, done.remaining_documents) == (len(DOCS), 0)
+    assert (done.embedded_chunks, done.remaining_documents) == (CHUNKS, 0)
     published = manifest(stack)
     assert published.kind == "vectors" and published.unembedded == []
     assert published.embedding_model_id == f"{embedder.model_id}/{embedder.dimensions}"
@@ -110,11 +119,15 @@ def test_a_chinese_question_finds_an_english_document(stack, ingestor, embedder)
     assert titles(search(stack, ["kb"], CROSS_LINGUAL))[0] == "Changing a flat tyre"
 
 
-def test_route_min_score_applies_to_each_retrievers_own_scale(stack, ingestor, embedder):
+def test_route_min_score_applies_to_the_score_that_is_returned(stack, ingestor, embedder):
     embed_unembedded(stack.repositories, "kb", embedder)
-    cosine = float(embedder.embed_query(PARAPHRASE) @ embedder.embed_documents([DOCS["password.md"][1]])[0])
-    assert titles(search(stack, ["kb"], PARAPHRASE, min_score=cosine - 0.02))[:1] == ["Password recovery"]
-    assert "Password recovery" not in titles(search(stack, ["kb"], PARAPHRASE, min_score=cosine + 0.02))
+    found = search(stack, ["kb"], PARAPHRASE)
+    assert titles(found)[:1] == ["Password recovery"]
+    score = found.documents[0].score
+    assert titles(search(stack, ["kb"], PARAPHRASE, min_score=score - 0.001))[:1] == ["Password recovery"]
+    above = search(stack, ["kb"], PARAPHRASE, min_score=score + 0.001)
+    assert "Password recovery" not in titles(above)
+    assert all(hit.score >= score + 0.001 for hit in above.documents)
 
 
 def test_dense_hits_of_a_replaced_revision_are_never_returned(stack, ingestor, embedder, monkeypatch):
@@ -124,11 +137,11 @@ def test_dense_hits_of_a_replaced_revision_are_never_returned(stack, ingestor, e
     embed_unembedded(stack.repositories, "kb", embedder)
     ingestor.put("kb", "password.md", "Gardening", "# Gardening\n\nWater tomatoes early in the morning.")
     # The update is published lexically; its vectors are not there yet: the old revision's rows
-    # still match the paraphrase, and are dropped by validation.
+    # still match the paraphrase, but a document waiting for vectors competes on its lexical
+    # evidence only (and validation would drop the old rows).
     assert manifest(stack).unembedded == [document_id("password.md")]
     result = search(stack, ["kb"], PARAPHRASE)
     assert "Gardening" not in titles(result) and "Password recovery" not in titles(result)
-    assert result.stale_hits_dropped >= 1
 
     embed_unembedded(stack.repositories, "kb", embedder)
     assert search(stack, ["kb"], "when should I irrigate my vegetables").documents[0].document.title == "Gardening"
@@ -141,11 +154,11 @@ def test_an_embedding_failure_leaves_documents_searchable_and_loses_nothing(stac
     with pytest.raises(EmbeddingFailed):
         embed_unembedded(stack.repositories, "kb", failing)
     assert failing.calls == 1 and stack.repositories.knowledge_bases.get("kb").generation == generation
-    assert len(manifest(stack).unembedded) == len(DOCS)
+    assert len(manifest(stack).unembedded) == CHUNKS
     assert titles(search(stack, ["kb"], "knead dough", max_docs=1)) == ["Baking bread"]  # lexical meanwhile
 
     done = embed_unembedded(stack.repositories, "kb", embedder)  # the next indexer run
-    assert done.embedded_chunks == len(DOCS) and manifest(stack).unembedded == []
+    assert done.embedded_chunks == CHUNKS and manifest(stack).unembedded == []
     assert titles(search(stack, ["kb"], PARAPHRASE))[0] == "Password recovery"
 
 
@@ -176,7 +189,7 @@ def test_another_model_is_refused_until_reindex_and_reindex_reuses_vectors(stack
     ingestor.rebuild_index("kb")
     counting = CountingEmbedder(embedder)
     done = embed_unembedded(stack.repositories, "kb", counting)
-    assert counting.texts == 0 and done.reused_chunks == len(DOCS) + 1 and manifest(stack).unembedded == []
+    assert counting.texts == 0 and done.reused_chunks == CHUNKS + 1 and manifest(stack).unembedded == []
     assert len(vector_files(manifest(stack))) == 1
     assert titles(search(stack, ["kb"], PARAPHRASE))[0] == "Password recovery"
 
@@ -208,7 +221,7 @@ def test_vector_files_merge_without_embedding_again_and_drop_replaced_revisions(
     rows = [
         row for name in files for row in VectorFile(stack.repositories.bodies.read(current.file_key(name))).rows_of()
     ]
-    assert len(files) == 2 and len(rows) == len(DOCS)  # the three replaced revisions of bread are gone
+    assert len(files) == 2 and len(rows) == CHUNKS  # the three replaced revisions of bread are gone
     bread = stack.repositories.documents.get("kb", document_id("bread.md"))
     assert {row.revision for row in rows if row.doc_id == bread.doc_id} == {bread.revision}
 
@@ -227,7 +240,10 @@ def test_the_indexer_publishes_lexical_first_then_vectors(stack, pipeline, embed
     kinds = [index_writer.manifests.get(stack.repositories.bodies, "kb", key).kind for key in kb.index_manifests]
     assert kinds[:2] == ["vectors", "rebuild"] or kinds[:2] == ["vectors", "update"]
     assert manifest(stack).unembedded == []
-    assert titles(search(stack, ["kb"], PARAPHRASE))[:1] == [title]
+    # A KB of one chunk has no background to stand out from: the paraphrase is no evidence there,
+    # the document's own words are.
+    assert titles(search(stack, ["kb"], PARAPHRASE)) == []
+    assert titles(search(stack, ["kb"], "reset my password"))[:1] == [title]
 
 
 def test_vectors_round_trip_through_the_reader_cache(stack, ingestor, embedder):
@@ -239,7 +255,7 @@ def test_vectors_round_trip_through_the_reader_cache(stack, ingestor, embedder):
     (name,) = vector_files(served.manifest)
     with open(f"{served.directory}/{name}", "rb") as source:
         opened = VectorFile(source.read())
-    assert opened.rows == len(DOCS) and np.isclose(np.linalg.norm(opened.vectors()[0]), 1.0, atol=0.02)
+    assert opened.rows == CHUNKS and np.isclose(np.linalg.norm(opened.vectors()[0]), 1.0, atol=0.02)
 
 
 def test_a_kb_mostly_waiting_for_vectors_is_searched_lexically():
@@ -266,7 +282,7 @@ def test_kb_status_says_how_many_documents_wait_for_vectors(stack, ingestor, emb
     space = f"{embedder.model_id}/{embedder.dimensions}"
     waiting = kb_status(stack.repositories, "kb").vectors
     assert waiting is not None and (waiting.model, waiting.documents_waiting, waiting.covers_documents) == (
-        space, len(DOCS), False,
+        space, CHUNKS, False,
     )  # fmt: skip
     embed_unembedded(stack.repositories, "kb", embedder)
     done = kb_status(stack.repositories, "kb").vectors
@@ -274,4 +290,5 @@ def test_kb_status_says_how_many_documents_wait_for_vectors(stack, ingestor, emb
     ingestor.put("kb", "new.md", "New", "# New\n\nA fresh note about kites.")  # lexical first
     one_waiting = kb_status(stack.repositories, "kb").vectors
     assert one_waiting is not None and (one_waiting.model, one_waiting.documents_waiting) == (space, 1)
-    assert not one_waiting.covers_documents  # 1 of 5 documents is more than 2 %: searched lexically
+    # 1 of 65 documents is less than 2 %: fused, the waiting one competing on its words
+    assert one_waiting.covers_documents

@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from agent_knowledge.knowledge.fusion import reciprocal_rank, weighted_min_max
+from agent_knowledge.knowledge.fusion import FusionWeights, calibrated, reciprocal_rank, weighted_min_max
 
 candidates = st.lists(
     st.tuples(st.sampled_from("abcdefghij"), st.floats(-10, 10, allow_nan=False)), max_size=10, unique_by=lambda c: c[0]
@@ -87,59 +87,109 @@ def _dense(doc_id: str, score: float, chunk: int = 0):
     return VectorHit(0, score, doc_id, "rev", chunk, "0" * 16)
 
 
-def test_kb_fusion_ranks_by_weighted_min_max_and_shows_the_chunk_of_the_stronger_retriever():
-    from agent_knowledge.index.hybrid import fuse
+def _background(mean: float = 0.1, spread: float = 0.05):
+    from agent_knowledge.index.dense import DenseBackground
 
-    lexical = [_lexical("a", 0.6, chunk=1), _lexical("b", 0.3), _lexical("c", 0.1)]
-    dense = [_dense("c", 0.8, chunk=4), _dense("a", 0.5, chunk=2), _dense("d", 0.2)]
-    fused = fuse(lexical, dense, top_k=10, min_score=0.0, dense_floor=0.0)
-    # a: 0.4 * 1 + 0.6 * 0.5; c: 0.4 * 0 + 0.6 * 1; b: 0.4 * 0.4; d: 0.
-    assert [(f.doc_id, round(f.score, 6)) for f in fused] == [("a", 0.7), ("c", 0.6), ("b", 0.16), ("d", 0.0)]
-    a, c, b, d = fused
-    assert a.lexical is not None and a.lexical.chunk_index == 1 and a.dense is None  # 0.4 > 0.3
-    assert c.dense is not None and c.dense.chunk_index == 4 and c.lexical is None and c.shows_dense_chunk
-    assert b.lexical is not None and d.dense is not None
+    return DenseBackground(mean, spread)
 
 
-def test_kb_fusion_applies_min_score_on_each_retrievers_own_scale_then_keeps_top_k():
-    from agent_knowledge.index.hybrid import fuse
-
-    lexical = [_lexical("a", 0.6), _lexical("b", 0.05)]
-    dense = [_dense("c", 0.7), _dense("b", 0.5), _dense("d", 0.1)]
-    fused = fuse(lexical, dense, top_k=2, min_score=0.2)
-    assert [f.doc_id for f in fused] == ["c", "a"]  # b's lexical 0.05 and d's cosine 0.1 are below 0.2
-    assert fuse([], [], top_k=3, min_score=0.0) == []
-    (only,) = fuse([], [_dense("x", 0.45)], top_k=3, min_score=0.0)  # a confident cosine (>= 0.4)
-    assert only.doc_id == "x" and only.score == pytest.approx(0.6) and only.dense is not None
-    assert fuse([], [_dense("x", 0.1)], top_k=3, min_score=0.0) == []  # below the dense floor
+WEIGHTS = FusionWeights(dense_weight=0.5, evidence_from=1.0, evidence_full=5.0, admit=4.0)
 
 
-def test_a_weak_dense_list_cannot_outrank_the_best_lexical_match():
-    """Min-max gives the best dense proposal the full dense weight however weak it is: when even the
-    best cosine is just above the floor, the dense terms are scaled down (DENSE_CONFIDENT)."""
-    from agent_knowledge.index.hybrid import DENSE_CONFIDENT, DENSE_FLOOR, fuse
+def test_calibrated_fusion_adds_dense_evidence_to_the_lexical_share():
+    fused = calibrated([("a", 0.6), ("b", 0.3)], [("b", 5.0), ("c", 4.5), ("d", 3.0)], (), WEIGHTS)
+    scores = {item.key: item.score for item in fused}
+    assert scores["a"] == pytest.approx(0.6)  # no dense evidence: the lexical share itself
+    assert scores["b"] == pytest.approx(0.3 + 0.5 * 1.0 * 0.7)
+    assert scores["c"] == pytest.approx(0.5 * (4.5 - 1.0) / 4.0)  # admitted: z 4.5 >= 4
+    assert "d" not in scores  # no lexical evidence and z below `admit`
+    assert [item.key for item in fused] == ["b", "a", "c"]
 
-    lexical = [_lexical("match", 0.9), _lexical("partial", 0.4)]
-    weak = [_dense("neighbour", 0.2), _dense("match", 0.16)]
-    fused = fuse(lexical, weak, top_k=10, min_score=0.0)
-    confidence = (0.2 - DENSE_FLOOR) / (DENSE_CONFIDENT - DENSE_FLOOR)
-    # Without the scaling the neighbour would score 0.6 and come first; now its dense term is scaled.
-    assert [(f.doc_id, round(f.score, 6)) for f in fused] == [
-        ("match", 0.4), ("neighbour", round(0.6 * confidence, 6)), ("partial", 0.0)
-    ]  # fmt: skip
-    # A confident dense list (best cosine at or above DENSE_CONFIDENT) counts fully, as min-max says.
-    strong = [_dense("neighbour", 0.45), _dense("match", 0.2)]
-    assert [f.doc_id for f in fuse(lexical, strong, top_k=10, min_score=0.0)][0] == "neighbour"
+
+def test_nothing_in_nothing_out_and_a_dense_only_list_needs_to_stand_out():
+    assert calibrated([], [], (), WEIGHTS) == []
+    assert calibrated([], [("x", 3.9), ("y", 1.0)], (), WEIGHTS) == []
+    assert calibrated([("a", 0.0)], [], (), WEIGHTS) == []  # a zero share is no evidence
+
+
+def test_a_pending_document_is_scored_as_if_the_dense_side_agreed_with_its_lexical_rank():
+    lexical = [("new", 0.5), ("old", 0.25)]
+    dense = [("old", 6.0), ("neighbour", 6.0)]
+    fused = calibrated(lexical, dense, pending={"new"}, weights=WEIGHTS)
+    scores = {item.key: item.score for item in fused}
+    assert scores["new"] == pytest.approx(0.5 + 0.5 * 1.0 * 0.5)
+    assert scores["old"] == pytest.approx(0.25 + 0.5 * 0.75)
+    assert fused[0].key == "new"  # the exact match is not buried because its vectors are pending
 
 
 @given(
-    best=st.floats(min_value=-1.0, max_value=1.0, allow_nan=False),
-    floor=st.floats(min_value=-1.0, max_value=1.0, allow_nan=False),
-    confident=st.floats(min_value=-1.0, max_value=1.0, allow_nan=False),
+    st.lists(st.tuples(st.sampled_from("abcdefgh"), st.floats(0, 1)), max_size=8, unique_by=lambda c: c[0]),
+    st.lists(st.tuples(st.sampled_from("efghijkl"), st.floats(-5, 12)), max_size=8, unique_by=lambda c: c[0]),
+    st.sets(st.sampled_from("abcdefghijkl")),
 )
-def test_dense_confidence_lies_in_the_unit_interval_and_grows_with_the_best_cosine(best, floor, confident):
-    from agent_knowledge.index.hybrid import dense_confidence
+def test_calibrated_scores_lie_between_the_lexical_share_and_one(lexical, dense, pending):
+    fused = calibrated(lexical, dense, pending, WEIGHTS)
+    shares = dict(lexical)
+    for item in fused:
+        assert shares.get(item.key, 0.0) <= item.score + 1e-12 <= 1.0 + 1e-9
+        assert item.score == pytest.approx(item.lexical + item.dense_part)
+        if item.key not in shares or shares[item.key] == 0.0:  # admitted on dense evidence alone
+            assert dict(dense)[item.key] >= WEIGHTS.admit and item.key not in pending
+    assert [item.score for item in fused] == sorted((item.score for item in fused), reverse=True)
+    assert {item.key for item in fused} >= {key for key, share in lexical if share > 0}
 
-    value = dense_confidence(best, floor, confident)
-    assert 0.0 <= value <= 1.0
-    assert dense_confidence(min(1.0, best + 0.1), floor, confident) >= value
+
+def test_fusion_weights_refuse_impossible_values():
+    with pytest.raises(ValueError, match="dense_weight"):
+        FusionWeights(dense_weight=1.5, evidence_from=0, evidence_full=1, admit=0)
+    with pytest.raises(ValueError, match="evidence_full"):
+        FusionWeights(dense_weight=0.5, evidence_from=2, evidence_full=2, admit=0)
+
+
+def test_kb_fusion_shows_the_chunk_of_the_stronger_retriever_and_applies_min_score_to_the_fused_score():
+    from agent_knowledge.index.hybrid import fuse
+
+    lexical = [_lexical("a", 0.6, chunk=1), _lexical("b", 0.1), _lexical("c", 0.05)]
+    # background 0.1 +- 0.05: cosines 0.4 -> z 6, 0.35 -> z 5, 0.12 -> z 0.4
+    dense = [_dense("b", 0.4, chunk=4), _dense("d", 0.35), _dense("a", 0.12)]
+    fused = fuse(lexical, dense, _background(), top_k=10, min_score=0.0, weights=WEIGHTS)
+    assert [(f.doc_id, round(f.score, 6)) for f in fused] == [("a", 0.6), ("b", 0.55), ("d", 0.5), ("c", 0.05)]
+    a, b, d, c = fused
+    assert a.lexical is not None and a.lexical.chunk_index == 1 and a.dense is None
+    assert b.dense is not None and b.dense.chunk_index == 4 and b.shows_dense_chunk  # 0.45 dense > 0.1
+    assert d.dense is not None and c.lexical is not None
+    # min_score applies to the score that is returned, and top_k to what passes it.
+    kept = fuse(lexical, dense, _background(), top_k=2, min_score=0.52, weights=WEIGHTS)
+    assert [(f.doc_id, round(f.score, 6)) for f in kept] == [("a", 0.6), ("b", 0.55)]
+    assert all(f.score >= 0.52 for f in kept)
+
+
+def test_kb_fusion_takes_a_document_with_vectors_of_another_revision_as_pending():
+    from agent_knowledge.index.hybrid import fuse
+    from agent_knowledge.index.vectors import VectorHit
+
+    lexical = [_lexical("new", 0.4)]
+    dense = [VectorHit(0, 0.6, "new", "old-rev", 2, "1" * 16), _dense("neighbour", 0.33)]
+    fused = fuse(lexical, dense, _background(), top_k=3, min_score=0.0, weights=WEIGHTS)
+    assert fused[0].doc_id == "new" and fused[0].lexical is not None and fused[0].dense is None
+    assert fused[0].score == pytest.approx(0.4 + 0.5 * 0.6)
+    assert fuse([], [_dense("x", 0.2)], _background(), top_k=3, min_score=0.0, weights=WEIGHTS) == []
+
+
+def test_dense_background_z_and_its_spread_floor():
+    import numpy as np
+
+    from agent_knowledge.index.dense import MIN_SPREAD, _Sample, background
+    from agent_knowledge.index.vectors import VectorFile, VectorRow, write_vectors
+
+    rng = np.random.default_rng(3)
+    matrix = rng.normal(size=(300, 16)).astype(np.float32)
+    matrix /= np.linalg.norm(matrix, axis=1, keepdims=True)
+    rows = [VectorRow(f"d{i}", "r", 0, "0" * 16) for i in range(300)]
+    sample = _Sample([VectorFile(write_vectors("m", rows, matrix))], 256)
+    assert len(sample.vectors) == 256 and 0.1 < sample.pair_spread < 0.5
+    query = matrix[0]
+    raw = background(sample, query, spread_floor=0.0)
+    floored = background(sample, query, spread_floor=10.0)
+    assert floored.spread == pytest.approx(10.0 * sample.pair_spread) and floored.spread > raw.spread >= MIN_SPREAD
+    assert raw.z(raw.mean + 2 * raw.spread) == pytest.approx(2.0)

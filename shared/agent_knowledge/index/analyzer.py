@@ -24,6 +24,11 @@ _CJK_RUN = re.compile(f"[{CJK_RANGES}]+")
 _WORD = re.compile(r"[^\W_]+")
 # Longer "words" are base64, hashes or URLs run together: noise for ranking (tantivy drops them too).
 MAX_WORD_CHARS = 40
+# Identifiers: words joined by "_", ".", "-", "/" or ":" (`pam_systemd`, `os.path.join`, `utf-16`,
+# `--dry-run`'s `dry-run`). Each is indexed as one more token beside its parts, so a query naming the
+# identifier matches the chunks that contain it exactly with the identifier's own (high) weight,
+# above chunks that merely contain its parts apart (identifier lookups: docs/retrieval.md).
+_COMPOUND = re.compile(r"[^\W_]+(?:[_.\-/:][^\W_]+)+")
 
 
 def _runs(text: str) -> Iterator[tuple[bool, re.Match[str]]]:
@@ -46,17 +51,29 @@ def _bigrams(run: str) -> list[str]:
     return [run[i : i + 2] for i in range(len(run) - 1)]
 
 
+def _identifiers(text: str, start: int, end: int) -> list[str]:
+    """The identifiers (`_COMPOUND`) of text[start:end], which holds no CJK character."""
+    return [word for word in _COMPOUND.findall(text, start, end) if len(word) <= MAX_WORD_CHARS]
+
+
+def _latin_tokens(text: str, start: int, end: int) -> list[str]:
+    """The words of text[start:end] (no CJK in it), then its identifiers."""
+    tokens = [word for word in _WORD.findall(text, start, end) if len(word) <= MAX_WORD_CHARS]
+    return tokens + _identifiers(text, start, end) if len(tokens) > 1 else tokens
+
+
 def word_tokens(text: str) -> list[str]:
-    """Surface tokens for the main field: Latin words as written, CJK runs as bigrams."""
+    """Surface tokens for the main field: Latin words as written, CJK runs as bigrams, and each
+    identifier once more as a whole."""
     # `_runs` inlined with findall: this runs over every document indexed.
     tokens: list[str] = []
     position = 0
     for cjk in _CJK_RUN.finditer(text):
         if cjk.start() > position:
-            tokens.extend([word for word in _WORD.findall(text, position, cjk.start()) if len(word) <= MAX_WORD_CHARS])
+            tokens.extend(_latin_tokens(text, position, cjk.start()))
         tokens.extend(_bigrams(cjk.group()))
         position = cjk.end()
-    tokens.extend([word for word in _WORD.findall(text, position) if len(word) <= MAX_WORD_CHARS])
+    tokens.extend(_latin_tokens(text, position, len(text)))
     return tokens
 
 
@@ -80,14 +97,20 @@ class QueryTokens:
 def query_tokens(query: str) -> QueryTokens:
     words: list[str] = []
     unigrams: list[str] = []
+    position = 0
     for cjk, match in _runs(query):
         run = match.group()
+        if cjk:
+            if match.start() > position:
+                words.extend(_identifiers(query, position, match.start()))
+            position = match.end()
         if cjk and len(run) == 1:
             unigrams.append(run)
         elif cjk:
             words.extend(_bigrams(run))
         elif len(run) <= MAX_WORD_CHARS:
             words.append(run)
+    words.extend(_identifiers(query, position, len(query)))
     return QueryTokens(words=list(dict.fromkeys(words)), unigrams=list(dict.fromkeys(unigrams)))
 
 

@@ -15,6 +15,7 @@ import os
 import threading
 from collections import OrderedDict
 from collections.abc import Callable
+from dataclasses import dataclass
 
 import numpy as np
 import numpy.typing as npt
@@ -26,6 +27,18 @@ from agent_knowledge.runtime.per_container import on_reset
 # Rows read per wanted document: a document's best chunk wins, the others only fill its place.
 ROWS_PER_DOCUMENT = 3
 MAX_OPEN_FILES = 256
+# Rows of a KB's vector files the query is compared with to learn what the model gives unrelated
+# text of this KB (`DenseBackground`): evenly spaced over the files' rows, so the same for every
+# query of a generation. 256 rows put the mean within ~0.07 standard deviations.
+BACKGROUND_ROWS = 256
+# The median absolute deviation times this estimates a normal distribution's standard deviation.
+ROBUST_SCALE = 1.4826
+# The least spread taken, in cosine: a KB of a few chunks, or of near-identical ones, must not turn
+# tiny differences into large z (chosen with the fusion's weights).
+MIN_SPREAD = 0.06
+# The query's spread is taken at least this share of the spread of cosines between the KB's sampled
+# chunks (`DenseBackground`); chosen with the fusion's weights (bench/retrieval/fusion_tuning.py).
+SPREAD_FLOOR = 0.0
 
 
 class OpenedVectors:
@@ -58,6 +71,117 @@ opened_vectors = OpenedVectors()
 on_reset(opened_vectors.clear)
 
 
+@dataclass(frozen=True)
+class DenseBackground:
+    """What the model gives text of this KB that is unrelated to the query: the median (`mean`) and
+    the spread (scaled median absolute deviation) of the cosines between the query and a sample of
+    the KB's chunks, most of them unrelated to any one query. A dense hit counts by how far it
+    stands above them (`z`), not by its raw cosine, which depends on the model, the language and
+    the query's length.
+
+    The spread is floored at `SPREAD_FLOOR` times the spread of the cosines between the sampled
+    chunks themselves (the KB's own, per model): a query the model cannot place near anything in the
+    KB — random letters, a topic the KB does not cover — gets cosines that are all low and barely
+    spread, so that its nearest neighbour would otherwise stand out by many spreads."""
+
+    mean: float
+    spread: float
+    rows: int = 2  # the chunks the dense search ranked: its best is the best of that many
+
+    def z(self, cosine: float) -> float:
+        return (cosine - self.mean) / self.spread
+
+
+@dataclass(frozen=True)
+class DenseResult:
+    hits: list[VectorHit]  # the best chunk of each document, best first
+    background: DenseBackground
+
+
+class _Sample:
+    """The background rows of one generation's vector files, and the spread of their pairwise cosines."""
+
+    def __init__(self, files: list[VectorFile], rows: int) -> None:
+        total = sum(file.rows for file in files)
+        parts: list[npt.NDArray[np.float32]] = []
+        for file in files:
+            share = min(file.rows, max(1, round(rows * file.rows / total))) if total and file.rows else 0
+            if share:
+                numbers = np.unique(np.linspace(0, file.rows - 1, share).astype(np.intp))
+                codes, scales = file.quantised(numbers)
+                parts.append(codes.astype(np.float32) * scales[:, None])
+        self.vectors = np.concatenate(parts) if parts else np.zeros((0, 1), np.float32)
+        self.rows = total
+        pairs = self.vectors @ self.vectors.T
+        upper = pairs[np.triu_indices(len(self.vectors), 1)]
+        middle = float(np.median(upper)) if len(upper) else 0.0
+        self.pair_spread = ROBUST_SCALE * float(np.median(np.abs(upper - middle))) if len(upper) else 0.0
+
+
+class _Samples:
+    """Samples by generation files (content addresses): computed once per container and file set."""
+
+    def __init__(self, capacity: int = 64) -> None:
+        self._samples: OrderedDict[tuple[str, ...], _Sample] = OrderedDict()
+        self._lock = threading.Lock()
+        self._capacity = capacity
+
+    def get(self, key: tuple[str, ...], files: list[VectorFile], rows: int) -> _Sample:
+        with self._lock:
+            sample = self._samples.get(key)
+            if sample is not None:
+                self._samples.move_to_end(key)
+                return sample
+        sample = _Sample(files, rows)
+        with self._lock:
+            self._samples[key] = sample
+            while len(self._samples) > self._capacity:
+                self._samples.popitem(last=False)
+        return sample
+
+    def clear(self) -> None:
+        with self._lock:
+            self._samples.clear()
+
+
+samples = _Samples()
+on_reset(samples.clear)
+
+
+def background(
+    sample: _Sample,
+    query: npt.NDArray[np.float32],
+    spread_floor: float | None = None,
+    min_spread: float | None = None,
+) -> DenseBackground:
+    """The query's `DenseBackground` over the sampled rows (see BACKGROUND_ROWS, SPREAD_FLOOR)."""
+    if len(sample.vectors) < 2:
+        return DenseBackground(0.0, 1.0, sample.rows)
+    cosines = sample.vectors @ np.asarray(query, dtype=np.float32).reshape(-1)
+    # Median and scaled median absolute deviation: the chunks related to the query are outliers of
+    # its background and must not inflate it — in a KB of a few chunks they are a large share.
+    middle = float(np.median(cosines))
+    deviation = ROBUST_SCALE * float(np.median(np.abs(cosines - middle)))
+    floor = SPREAD_FLOOR if spread_floor is None else spread_floor
+    least = MIN_SPREAD if min_spread is None else min_spread
+    return DenseBackground(middle, max(deviation, floor * sample.pair_spread, least), sample.rows)
+
+
+def dense_search(
+    manifest: IndexManifest,
+    directory: str,
+    query: npt.NDArray[np.float32],
+    documents: int,
+    current_revision: Callable[[str], str | None] = lambda doc_id: None,
+    opened: OpenedVectors = opened_vectors,
+) -> DenseResult:
+    """`dense_hits` and the query's background over the same files."""
+    entries = sorted(vector_files(manifest).items())
+    files = [opened.get(entry.sha256, os.path.join(directory, name)) for name, entry in entries]
+    sample = samples.get(tuple(entry.sha256 for _, entry in entries), files, BACKGROUND_ROWS)
+    return DenseResult(_best_per_document(files, query, documents, current_revision), background(sample, query))
+
+
 def dense_hits(
     manifest: IndexManifest,
     directory: str,
@@ -72,9 +196,21 @@ def dense_hits(
     rows found for a document are of more than one revision, `current_revision` (the revision the
     served index holds) picks the rows that count, so that an old row never hides the current one.
     Rows of one revision only are taken as they are: validation drops them if they are stale."""
+    files = [
+        opened.get(entry.sha256, os.path.join(directory, name))
+        for name, entry in sorted(vector_files(manifest).items())
+    ]
+    return _best_per_document(files, query, documents, current_revision)
+
+
+def _best_per_document(
+    files: list[VectorFile],
+    query: npt.NDArray[np.float32],
+    documents: int,
+    current_revision: Callable[[str], str | None],
+) -> list[VectorHit]:
     rows: list[VectorHit] = []
-    for name, entry in sorted(vector_files(manifest).items()):
-        vectors = opened.get(entry.sha256, os.path.join(directory, name))
+    for vectors in files:
         rows.extend(vectors.search(query, documents * ROWS_PER_DOCUMENT))
     rows.sort(key=lambda hit: hit.score, reverse=True)
     revisions: dict[str, set[str]] = {}

@@ -197,15 +197,16 @@ def _kb_candidates(
     vector = query_vector.get() if searchable(served.manifest, query_vector.space) else None
     if vector is None or served.manifest is None or served.directory is None:
         return [hit for hit in served.index.best_per_document(analyzed, top_k) if hit.score >= min_score]
-    # Both retrievers propose FUSION_DEPTH documents (min-max rescaling over a deeper list is what
-    # the development sets measured), and the KB keeps its top_k fused ones.
-    from agent_knowledge.index.dense import dense_hits  # numpy: only for a KB with vectors (query_vector)
+    # Both retrievers propose FUSION_DEPTH documents, and the KB keeps its top_k fused ones.
+    from agent_knowledge.index.dense import dense_search  # numpy: only for a KB with vectors (query_vector)
 
     depth = max(top_k, FUSION_DEPTH)
     lexical = served.index.best_per_document(analyzed, depth)
-    dense = dense_hits(served.manifest, served.directory, vector, depth, lambda doc_id: _revision(served.index, doc_id))
+    dense = dense_search(
+        served.manifest, served.directory, vector, depth, lambda doc_id: _revision(served.index, doc_id)
+    )
     fused: list[_FusedHit] = []
-    for document in fuse(lexical, dense, top_k, min_score):
+    for document in fuse(lexical, dense.hits, dense.background, top_k, min_score, served.manifest.unembedded):
         if document.lexical is not None:
             shown = document.lexical
             fused.append(
