@@ -323,3 +323,119 @@ def test_non_finite_scales_are_refused_by_the_writer_and_the_reader():
         VectorFile(file_of(header, damaged))
     with pytest.raises(ValueError, match="int8"):
         write_quantised(io.BytesIO(), "m", rows_for(6), codes.astype(np.float64), scales)
+
+
+@pytest.mark.parametrize(
+    "damage",
+    [
+        lambda h: h.__setitem__("arrays", [["codes", 0]]),  # not an object (was AttributeError)
+        lambda h: h.__setitem__("arrays", "codes"),
+        lambda h: h.__setitem__("rows", float("nan")),  # NaN, which Python's JSON writes and reads
+        lambda h: h.__setitem__("dimensions", float("inf")),
+        lambda h: h.__setitem__("dimensions", 16.0),
+        lambda h: h.__setitem__("dimensions", True),
+        lambda h: h.__setitem__("dimensions", "16"),
+        lambda h: h.__setitem__("rows", 10**400),
+        lambda h: h.__setitem__("rows", -1),
+        lambda h: h.__setitem__("format", "2"),
+        lambda h: h.__setitem__("format", True),  # True == 1 in Python
+        lambda h: h.__setitem__("model_id", ["m"]),
+        lambda h: h["arrays"].__setitem__("codes", {"offset": 0}),
+        lambda h: h["arrays"]["codes"].__setitem__(0, 1e300),
+        lambda h: h["arrays"]["codes"].__setitem__(0, 2**70),
+        lambda h: h["arrays"]["codes"].__setitem__(2, [2**62, 2**62]),  # a product that wraps in int64
+        lambda h: h["arrays"]["codes"].__setitem__(2, [12, "16"]),
+        lambda h: h["arrays"]["codes"].__setitem__(1, 7),
+        lambda h: h["arrays"]["codes"].__setitem__(1, "int8"),  # the same dtype, not as written
+        lambda h: h["arrays"]["list_offsets"].pop(),
+        lambda h: h["arrays"].pop("list_offsets"),  # format 2 has a partition, even an empty one
+        lambda h: h["documents"].__setitem__(0, {"doc": "rev"}),
+        lambda h: h.clear(),
+    ],
+)
+def test_every_malformed_header_shape_is_a_corrupt_vector_file(damage):
+    header, arrays = header_and_arrays(write_vectors("m", rows_for(12), unit_rows(12), partition_rows=0))
+    damage(header)
+    with pytest.raises(VectorFileCorrupt):
+        VectorFile(file_of(header, arrays))
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [b"[]", b"7", b'"text"', b"{", b"\xff\xfe{}", b'{"format": NaN}', b'{"format": Infinity}', b"[" * 200_000],
+)
+def test_a_header_that_is_no_json_object_is_a_corrupt_vector_file(raw):
+    import struct
+
+    with pytest.raises(VectorFileCorrupt):
+        VectorFile(b"AKVEC\x00\x01\x00" + struct.pack("<I", len(raw)) + raw + b"\0" * 64)
+    # A header length beyond the file's end.
+    with pytest.raises(VectorFileCorrupt, match="truncated"):
+        VectorFile(b"AKVEC\x00\x01\x00" + struct.pack("<I", 2**32 - 1) + raw)
+
+
+def test_a_deeply_nested_header_is_a_corrupt_vector_file():
+    # What an outside review sent: a header whose documents nest 100,000 lists deep (RecursionError).
+    header, arrays = header_and_arrays(write_vectors("m", rows_for(12), unit_rows(12)))
+    data = file_of({**header, "documents": "NESTED"}, arrays)
+    raw = data[12 : data.index(b"\0", 12)].replace(b'"NESTED"', b"[" * 100_000 + b"]" * 100_000)
+    import struct
+
+    with pytest.raises(VectorFileCorrupt, match="nested too deeply"):
+        VectorFile(b"AKVEC\x00\x01\x00" + struct.pack("<I", len(raw)) + raw + b"\0" * ((-len(raw) - 12) % 64) + arrays)
+
+
+JUNK = [None, True, -1, 0, 2**64, 1e308, -0.5, "", "x", [], [1, 2, 3], {}, {"a": 1}, [[["deep"]]]]
+
+
+def leaves(value: object, path: tuple = ()) -> list[tuple]:
+    """Every path into a JSON value (objects' keys and lists' indexes), the value's own first."""
+    found = [path]
+    if isinstance(value, dict):
+        for key, item in value.items():
+            found += leaves(item, (*path, key))
+    elif isinstance(value, list):
+        for index, item in enumerate(value[:3]):
+            found += leaves(item, (*path, index))
+    return found
+
+
+def replaced(value: object, path: tuple, junk: object) -> object:
+    if not path:
+        return junk
+    copy = dict(value) if isinstance(value, dict) else list(value)  # type: ignore[call-overload]
+    copy[path[0]] = replaced(copy[path[0]], path[1:], junk)
+    return copy
+
+
+@pytest.mark.parametrize("partition_rows", [0, 10_000])
+def test_any_header_value_replaced_by_any_junk_opens_and_searches_or_is_corrupt(partition_rows):
+    # Every place of the header (format 2, partitioned and not) times every JSON type and a few
+    # extreme values: the file opens and searches, or is VectorFileCorrupt, never another error.
+    vectors = unit_rows(12)
+    header, arrays = header_and_arrays(write_vectors("m", rows_for(12), vectors, partition_rows=partition_rows))
+    outcomes = {"corrupt": 0, "searched": 0}
+    for path in leaves(header):
+        for junk in JUNK:
+            try:
+                opened = VectorFile(file_of(replaced(header, path, junk), arrays))
+            except VectorFileCorrupt:
+                outcomes["corrupt"] += 1
+                continue
+            assert len(opened.search(vectors[3], 5, exact_rows=0)) == min(5, opened.rows)
+            outcomes["searched"] += 1
+    assert outcomes["corrupt"] > 300 and outcomes["searched"] > 0  # e.g. another model id, a revision
+
+
+def test_a_file_of_another_model_or_dimensions_than_the_index_is_corrupt(tmp_path):
+    from agent_knowledge.index.vectors import open_vector_file
+
+    path = tmp_path / "one.vectors"
+    path.write_bytes(write_vectors("model/16", rows_for(3), unit_rows(3)))
+    assert open_vector_file(str(path), "model/16").rows == 3
+    with pytest.raises(VectorFileCorrupt, match="model 'model/16'"):
+        open_vector_file(str(path), "other/16")
+    header, arrays = header_and_arrays(path.read_bytes())
+    path.write_bytes(file_of({**header, "model_id": "model/32"}, arrays))
+    with pytest.raises(VectorFileCorrupt, match="16 dimensions"):
+        open_vector_file(str(path), "model/32")

@@ -229,15 +229,26 @@ class LocalFiles:
 
     def adopt(self, directory: str, manifest: IndexManifest) -> None:
         """Keep the files a writer produced in `directory` (now `manifest`'s generation), so the
-        next update in this container starts from them without downloading."""
+        next update in this container starts from them without downloading.
+
+        A file the writer wrote itself replaces a stored object of the same name: downloads are
+        checked by size only, so that object may be a damaged copy (a vector file the indexer found
+        corrupt, dropped and wrote again has the same content, hence the same name, as the healthy
+        file the damaged one was)."""
         os.makedirs(self._objects, exist_ok=True)
         for name, entry in manifest.files.items():
             target = self._object(entry.sha256)
+            source = os.path.join(directory, name)
             if not os.path.exists(target):
                 try:
-                    os.link(os.path.join(directory, name), target)
+                    os.link(source, target)
+                    continue
                 except FileExistsError:
                     pass
+            if not os.path.samefile(source, target):  # searches that opened the old copy keep it
+                replacement = f"{target}.{uuid.uuid4().hex}.adopted"
+                os.link(source, replacement)
+                os.replace(replacement, target)
 
     def hold(self, owner: str, manifests: Iterable[IndexManifest]) -> None:
         """`owner` now needs exactly the files of `manifests`; files nobody needs are deleted."""

@@ -20,6 +20,11 @@ they are and streamed to the file: `_merged`), dropping the rows of document rev
 generation no longer holds; a rebuild merges all of them. A KB is embedded by one model: a pass
 whose embedder is another model refuses (`ModelMismatch`) and `kb reindex` starts the KB over with
 the configured model, reusing nothing.
+
+A damaged vector file degrades, never blocks: a pass drops every file of its generation that does
+not open (`VectorFileCorrupt`, which includes a file of another vector space than the manifest's),
+logs it, and lists the documents no remaining file covers as unembedded again, so the same pass
+starts embedding them; a rebuild never links such a file into its generation.
 """
 
 from __future__ import annotations
@@ -45,6 +50,7 @@ from agent_knowledge.index.local_files import LocalFiles, local_files
 from agent_knowledge.index.vectors import (
     Sink,
     VectorFile,
+    VectorFileCorrupt,
     VectorRow,
     name_of,
     open_vector_file,
@@ -108,12 +114,16 @@ def carry_vectors_into_rebuild(
 ) -> IndexManifest:
     """A rebuild's manifest: every document it indexed is unembedded; the previous generation's
     vector files of the same model are linked into `directory` and listed, so that the embedding
-    pass reuses their rows instead of embedding again (and merges them, dropping what is gone)."""
+    pass reuses their rows instead of embedding again (and merges them, dropping what is gone). A
+    file that does not open (`VectorFileCorrupt`) is left behind: its documents are embedded again."""
     if not model_id:
         return manifest
     files = dict(manifest.files)
     if previous is not None and previous_directory is not None and previous.embedding_model_id == model_id:
+        usable, _ = _open_vector_files(previous_directory, previous, model_id)  # never a corrupt file
         for name, entry in vector_files(previous).items():
+            if name not in usable:
+                continue
             target = os.path.join(directory, name)
             if not os.path.exists(target):
                 os.link(os.path.join(previous_directory, name), target)
@@ -213,8 +223,10 @@ def _pass(
 ) -> tuple[index_writer.Published | None, VectorPass, EmbeddingFailed | None] | None:
     """None if another writer published first (the caller starts again from its generation)."""
     index = KbIndex.open(directory, base.generation)
-    opened = {name: open_vector_file(os.path.join(directory, name)) for name in vector_files(base)}
+    opened, dropped = _open_vector_files(directory, base, space)
     covered = {document for vectors in opened.values() for document in vectors.documents}
+    if dropped:
+        base = _without_corrupt_files(repositories, kb.kb_id, base, dropped, covered)
     taken: list[str] = []
     chunks: list[IndexedChunk] = []
     reused = 0
@@ -239,7 +251,7 @@ def _pass(
     finished_set = set(finished)
     embedded = [chunk for chunk in chunks if chunk.doc_id in finished_set]
     merging = _merge_inputs(base)
-    if not finished and not merging:
+    if not finished and not merging and not dropped:
         nothing = VectorPass(kb.kb_id, kb.generation, 0, 0, len(base.unembedded))
         return None, nothing, failure
 
@@ -274,6 +286,45 @@ def _pass(
     )
     result = VectorPass(kb.kb_id, published.generation, len(embedded), reused, len(manifest.unembedded))
     return published, result, failure
+
+
+def _open_vector_files(directory: str, base: IndexManifest, space: str) -> tuple[dict[str, VectorFile], list[str]]:
+    """The generation's vector files that open, and the names of those that are corrupt (damaged,
+    or of another vector space than the generation's), each logged: the pass drops them."""
+    opened: dict[str, VectorFile] = {}
+    dropped: list[str] = []
+    for name in vector_files(base):
+        try:
+            opened[name] = open_vector_file(os.path.join(directory, name), base.embedding_model_id or space)
+        except VectorFileCorrupt as exc:
+            logger.error(
+                "corrupt vector file dropped: its documents are embedded again",
+                extra={"kb_id": base.kb_id, "generation": base.generation, "file": name, "reason": str(exc)},
+            )
+            dropped.append(name)
+    return opened, dropped
+
+
+def _without_corrupt_files(
+    repositories: Repositories,
+    kb_id: str,
+    base: IndexManifest,
+    dropped: Sequence[str],
+    covered: set[tuple[str, str]],
+) -> IndexManifest:
+    """`base` without the vector files `dropped`, and with the documents they may have held waiting
+    for vectors: every ready document whose revision no remaining file covers (a corrupt file's own
+    list of documents cannot be trusted). One that the index does not hold is skipped by the pass;
+    its update queues it again."""
+    waiting = set(base.unembedded)
+    lost = sorted(
+        record.doc_id
+        for record in repositories.documents.list(kb_id, with_chunks=False)
+        if record.status == "ready" and record.doc_id not in waiting and (record.doc_id, record.revision) not in covered
+    )
+    files = {name: entry for name, entry in base.files.items() if name not in dropped}
+    logger.info("documents waiting for vectors again", extra={"kb_id": kb_id, "documents": len(lost)})
+    return _with_files(base, files, unembedded=[*base.unembedded, *lost])
 
 
 def _key(chunk: IndexedChunk) -> ChunkKey:

@@ -35,6 +35,7 @@ from __future__ import annotations
 import hashlib
 import io
 import json
+import math
 import mmap
 import os
 import struct
@@ -83,6 +84,21 @@ ARRAY_DTYPES = {
     "chunk_indexes": "<u4",
     "digests": "|u1",
 }
+ARRAY_DIMENSIONS = {
+    "codes": 2,
+    "scales": 1,
+    "centroids": 2,
+    "list_offsets": 1,
+    "doc_numbers": 1,
+    "chunk_indexes": 1,
+    "digests": 2,
+}
+REQUIRED_ARRAYS = ("codes", "scales", "doc_numbers", "chunk_indexes", "digests")
+PARTITION_ARRAYS = ("centroids", "list_offsets")  # format 2
+# Bounds of a header's numbers (anything beyond is damage): dimensions of any embedding model in
+# use (Titan's 1024 at most), rows numbered by uint32.
+MAX_DIMENSIONS = 65_536
+MAX_ROWS = 2**32 - 1
 
 
 def vector_files(manifest: IndexManifest) -> dict[str, IndexFile]:
@@ -274,19 +290,39 @@ def _padded(size: int) -> int:
     return size + (-size) % _ALIGN
 
 
-def open_vector_file(path: str) -> VectorFile:
+def open_vector_file(path: str, space: str | None = None) -> VectorFile:
     """The vector file at `path`, memory-mapped: pages are read as searches touch them, and the
-    mapping stays valid after the file is unlinked (the reader cache lets go of old generations)."""
+    mapping stays valid after the file is unlinked (the reader cache lets go of old generations).
+    `space`: the manifest's `embedding_model_id`; a file of another model (or of other dimensions
+    than the space's) is corrupt, since its rows cannot be compared with that model's queries.
+    A damaged file raises VectorFileCorrupt, never another error (search fails that file's KB
+    alone, and the indexer drops the file: `vector_generation`)."""
     with open(path, "rb") as source:
         if os.fstat(source.fileno()).st_size == 0:
             raise VectorFileCorrupt("vector file is empty")
         mapped = mmap.mmap(source.fileno(), 0, access=mmap.ACCESS_READ)
-    return VectorFile(mapped)
+    opened = VectorFile(mapped)
+    if space is not None:
+        opened.check_space(space)
+    return opened
+
+
+def _refused_constant(name: str) -> Any:
+    raise VectorFileCorrupt(f"vector file header holds {name}, which is not a number")
+
+
+def _integer(value: object, what: str, low: int, high: int) -> int:
+    """`value` if it is a JSON integer from `low` to `high` (not a float, a boolean or a string)."""
+    if type(value) is not int or not low <= value <= high:
+        raise VectorFileCorrupt(f"vector file header {what} is {value!r:.40}, expected an integer from {low} to {high}")
+    return value
 
 
 class VectorFile:
     """A vector file opened for search over `data` (bytes, or a memory map of the file: arrays are
-    views into it, so opening costs the header parse only)."""
+    views into it, so opening costs the header parse only). Every field of the header is checked
+    for its JSON type and range before it is used, so whatever a damaged header holds (another
+    type anywhere, a huge or negative number, NaN, deep nesting) is VectorFileCorrupt."""
 
     def __init__(self, data: Any) -> None:
         buffer = memoryview(data)
@@ -296,46 +332,78 @@ class VectorFile:
             self._read(buffer)
         except VectorFileCorrupt:
             raise
-        except (KeyError, TypeError, ValueError, IndexError, OverflowError, UnicodeDecodeError, struct.error) as exc:
-            # Whatever a damaged header makes of the arrays: one clean error, so that search fails
-            # this KB's source (`partial`) and never the whole request.
+        except (
+            KeyError, TypeError, ValueError, IndexError, OverflowError, AttributeError, RecursionError, struct.error
+        ) as exc:  # fmt: skip
+            # Not expected after the checks of `_read`; should one miss a case, it is still one clean
+            # error, so that search fails this KB's source (`partial`) and never the whole request.
             raise VectorFileCorrupt(f"unreadable vector file header or arrays: {type(exc).__name__}: {exc}") from exc
 
-    def _read(self, buffer: memoryview) -> None:
+    def check_space(self, space: str) -> None:
+        """Raise VectorFileCorrupt unless this file was embedded in `space` ("model/dimensions")."""
+        if self.model_id != space:
+            raise VectorFileCorrupt(f"vector file of model {self.model_id!r:.80}, the index's is {space!r}")
+        _, _, dimensions = space.rpartition("/")
+        if dimensions.isdigit() and int(dimensions) != self.dimensions:
+            raise VectorFileCorrupt(f"vector file of {self.dimensions} dimensions, the index's space is {space!r}")
+
+    @staticmethod
+    def _header(buffer: memoryview) -> tuple[dict[str, Any], int]:
+        """The parsed header (a JSON object) and where the arrays start."""
         (header_length,) = struct.unpack_from("<I", buffer, len(MAGIC))
-        header = json.loads(bytes(buffer[len(MAGIC) + 4 : len(MAGIC) + 4 + header_length]))
-        if header["format"] not in READABLE_FORMATS:
-            raise VectorFileCorrupt(
-                f"vector file format {header['format']}, this code reads formats {READABLE_FORMATS}"
-            )
-        self.model_id: str = str(header["model_id"])
-        self.dimensions: int = int(header["dimensions"])
-        self.rows: int = int(header["rows"])
-        if self.dimensions <= 0 or self.rows < 0:
-            raise VectorFileCorrupt(f"vector file of {self.rows} rows of {self.dimensions} dimensions")
+        if len(MAGIC) + 4 + header_length > len(buffer):
+            raise VectorFileCorrupt("vector file is truncated in its header")
+        raw = bytes(buffer[len(MAGIC) + 4 : len(MAGIC) + 4 + header_length])
+        try:
+            header = json.loads(raw, parse_constant=_refused_constant)
+        except RecursionError as exc:
+            raise VectorFileCorrupt("vector file header is nested too deeply") from exc
+        except ValueError as exc:  # JSONDecodeError, UnicodeDecodeError
+            raise VectorFileCorrupt(f"vector file header is not JSON: {exc}") from exc
+        if not isinstance(header, dict):
+            raise VectorFileCorrupt("vector file header is not a JSON object")
+        return header, _padded(len(MAGIC) + 4 + header_length)
+
+    def _read(self, buffer: memoryview) -> None:
+        header, start = self._header(buffer)
+        version = header.get("format")
+        if type(version) is not int or version not in READABLE_FORMATS:
+            raise VectorFileCorrupt(f"vector file format {version!r:.40}, this code reads formats {READABLE_FORMATS}")
+        model_id = header.get("model_id")
+        if not isinstance(model_id, str):
+            raise VectorFileCorrupt("vector file header model_id is not a string")
+        self.model_id: str = model_id
+        self.dimensions: int = _integer(header.get("dimensions"), "dimensions", 1, MAX_DIMENSIONS)
+        # Rows and documents are numbered by uint32 arrays.
+        self.rows: int = _integer(header.get("rows"), "rows", 0, MAX_ROWS)
+        documents = header.get("documents")
+        if not isinstance(documents, list):
+            raise VectorFileCorrupt("vector file header documents is not a list")
         self._documents: list[tuple[str, str]] = []
-        for entry in header["documents"]:
+        for entry in documents:
             if not (isinstance(entry, list) and len(entry) == 2 and all(isinstance(part, str) for part in entry)):
                 raise VectorFileCorrupt("vector file header lists a document that is not [doc_id, revision]")
             self._documents.append((entry[0], entry[1]))
-        start = _padded(len(MAGIC) + 4 + header_length)
-        arrays = {
-            name: self._array(buffer, start, name, offset, dtype, shape)
-            for name, (offset, dtype, shape) in header["arrays"].items()
-        }
+        layout = header.get("arrays")
+        if not isinstance(layout, dict):
+            raise VectorFileCorrupt("vector file header arrays is not an object")
+        # Format 1 files have no partition (they are scanned exactly); their sign bits are not read.
+        wanted = REQUIRED_ARRAYS if version == 1 else (*REQUIRED_ARRAYS, *PARTITION_ARRAYS)
+        missing = [name for name in wanted if name not in layout]
+        if missing:
+            raise VectorFileCorrupt(f"vector file header lacks the arrays {missing}")
+        arrays = {name: self._array(buffer, start, name, layout[name]) for name in wanted}
         self._codes = arrays["codes"]
         self._scales = arrays["scales"]
-        # Format 1 files have no partition: they are scanned exactly.
-        self._centroids = arrays["centroids"] if "centroids" in arrays else np.zeros((0, self.dimensions), np.float32)
-        offsets = arrays["list_offsets"] if "list_offsets" in arrays else np.zeros(1, np.uint64)
-        self._list_offsets = offsets.astype(np.int64)
+        self._centroids = arrays.get("centroids", np.zeros((0, self.dimensions), np.float32))
+        self._list_offsets = arrays.get("list_offsets", np.zeros(1, np.uint64)).astype(np.int64)
         self._doc_numbers = arrays["doc_numbers"]
         self._chunk_indexes = arrays["chunk_indexes"]
         self._digests = arrays["digests"]
         expected = {
             "codes": (self.rows, self.dimensions),
             "scales": (self.rows,),
-            "centroids": (self._centroids.shape[0] if self._centroids.ndim == 2 else -1, self.dimensions),
+            "centroids": (len(self._centroids), self.dimensions),
             "list_offsets": (len(self._centroids) + 1,),
             "doc_numbers": (self.rows,),
             "chunk_indexes": (self.rows,),
@@ -356,20 +424,27 @@ class VectorFile:
         # One pass over 4 bytes a row: a non-finite or negative scale would rank its row anywhere.
         if not (np.isfinite(self._scales).all() and bool((self._scales >= 0).all())):
             raise VectorFileCorrupt("vector file has a scale that is not a finite, non-negative number")
+        # A NaN or infinite centroid would rank its list anywhere (and NaN scores choose no row).
+        if not np.isfinite(self._centroids).all():
+            raise VectorFileCorrupt("vector file has a centroid that is not finite")
 
     @staticmethod
-    def _array(
-        buffer: memoryview, start: int, name: str, offset: int, dtype: str, shape: list[int]
-    ) -> npt.NDArray[Any]:
+    def _array(buffer: memoryview, start: int, name: str, entry: object) -> npt.NDArray[Any]:
+        """The array `name` of the layout `entry` ([offset, dtype, shape]), checked to lie in the file."""
+        if not (isinstance(entry, list) and len(entry) == 3):
+            raise VectorFileCorrupt(f"vector file array {name} is not [offset, dtype, shape]")
+        offset, dtype, shape = entry
+        if dtype != ARRAY_DTYPES[name]:
+            raise VectorFileCorrupt(f"vector file array {name} is {dtype!r:.40}, expected {ARRAY_DTYPES[name]}")
+        position = _integer(offset, f"offset of {name}", 0, len(buffer))
+        if not (isinstance(shape, list) and len(shape) == ARRAY_DIMENSIONS[name]):
+            raise VectorFileCorrupt(f"vector file array {name} has a shape that is not {ARRAY_DIMENSIONS[name]} sizes")
+        sizes = [_integer(size, f"size of {name}", 0, len(buffer)) for size in shape]
         kind = np.dtype(dtype)
-        if name in ARRAY_DTYPES and kind != np.dtype(ARRAY_DTYPES[name]):
-            raise VectorFileCorrupt(f"vector file array {name} is {kind.str}, expected {ARRAY_DTYPES[name]}")
-        if int(offset) < 0 or any(int(size) < 0 for size in shape):
-            raise VectorFileCorrupt(f"vector file array {name} has a negative offset or size")
-        count = int(np.prod(shape, dtype=np.int64))
-        if start + int(offset) + count * kind.itemsize > len(buffer):
+        count = math.prod(sizes)  # Python integers: no overflow
+        if start + position + count * kind.itemsize > len(buffer):
             raise VectorFileCorrupt("vector file is truncated")
-        return np.frombuffer(buffer, dtype=kind, count=count, offset=start + int(offset)).reshape(shape)
+        return np.frombuffer(buffer, dtype=kind, count=count, offset=start + position).reshape(sizes)
 
     @property
     def documents(self) -> frozenset[tuple[str, str]]:
