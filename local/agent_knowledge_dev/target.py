@@ -234,3 +234,24 @@ def _stack_names(stack: str, region: str) -> StackNames:
     )
     queues = {logical_id: outputs[output] for logical_id, output in QUEUE_OUTPUTS.items() if outputs.get(output)}
     return StackNames(settings, outputs.get(SOURCES_BUCKET_OUTPUT), queues)
+
+
+# The template parameters (template.yaml) that choose the functions' embedding provider → the
+# environment variables the functions read them from (`embedding.provider_choice`).
+EMBEDDING_PARAMETERS = {
+    "EmbeddingProvider": "EMBEDDING_PROVIDER",
+    "EmbeddingModelId": "EMBEDDING_MODEL_ID",
+    "EmbeddingDimensions": "EMBEDDING_DIMENSIONS",
+}
+
+
+def stack_embedding_settings(stack: str) -> Any:
+    """The deployed stack's embedding settings, from its parameters (call after `connect`): what
+    its search functions embed queries with."""
+    from agent_knowledge.embedding.provider_choice import embedding_settings
+
+    described = _client("cloudformation").describe_stacks(StackName=stack)["Stacks"][0]
+    parameters = {entry["ParameterKey"]: entry.get("ParameterValue", "") for entry in described.get("Parameters", [])}
+    return embedding_settings(
+        {variable: parameters[name] for name, variable in EMBEDDING_PARAMETERS.items() if name in parameters}
+    )

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from agent_knowledge_dev.arguments import bounded_int
-from agent_knowledge_dev.commands import Command, sync
+from agent_knowledge_dev.commands import Command, evaluate, sync
 from agent_knowledge_dev.console import CliError, LocalStackStopped, note, print_json
 from agent_knowledge_dev.target import add_target_arguments, connect, local_stack_stopped, sources_bucket
 
@@ -790,4 +790,5 @@ KB_COMMANDS = [
     ),
     Command("reindex", "rebuild the KB's search index from its documents", _kb_arguments, _kb_reindex),
     sync.COMMAND,  # reconcile the KB with the sources bucket now
+    evaluate.COMMAND,  # kb eval: MRR@3, recall@3, hit@1 of known questions
 ]
