@@ -309,6 +309,7 @@ PYTHON_HTML = "usr/share/doc/python3.11/html"
 PERL_POD = "usr/share/perl/5.36.0/pod"
 # Not answers: release notes, and pages that list every heading (the questions) of the others.
 PERL_SKIPPED = re.compile(r"^perl(?:\d+delta|toc|faq|api|intern)\.pod$")
+DEBIAN_FAQ_LICENCE = "SPI's permission notice (verbatim and modified copies may be distributed)"
 DOCBOOK = ("</div>", '<div class="navfooter"')  # DocBook HTML: after the navigation header, before the footer
 
 
@@ -412,7 +413,8 @@ SOURCES = {
             _perl, lambda s: bool(re.match(r"perlfaq\d\.pod#", s.key)),
         ),
         Source(
-            "en-debian-faq", "en", ("debian-faq",), "11.1", "GPL-2+", "The Debian GNU/Linux FAQ, English HTML",
+            "en-debian-faq", "en", ("debian-faq",), "11.1", DEBIAN_FAQ_LICENCE,
+            "The Debian GNU/Linux FAQ, English HTML",
             lambda: html_sections(unpacked("debian-faq") / "usr/share/doc/debian/FAQ", ["*.en.html"], *DOCBOOK),
             _everywhere,
         ),
@@ -422,7 +424,7 @@ SOURCES = {
             lambda: _gnome_help("C"), _everywhere,
         ),
         Source(
-            "zh-debian-faq", "zh", ("debian-faq-zh-cn",), "11.1", "GPL-2+",
+            "zh-debian-faq", "zh", ("debian-faq-zh-cn",), "11.1", DEBIAN_FAQ_LICENCE,
             "The Debian GNU/Linux FAQ, simplified Chinese HTML",
             lambda: html_sections(
                 unpacked("debian-faq-zh-cn") / "usr/share/doc/debian/FAQ/zh-cn", ["*.zh-cn.html"], *DOCBOOK
@@ -431,7 +433,8 @@ SOURCES = {
         ),
         Source(
             "zh-tex-faq", "zh", ("texlive-lang-chinese",), "2022.20230122-1",
-            "GFDL (CTeX FAQ); LPPL (Asymptote FAQ translation)",
+            "CTeX FAQ: GFDL-1.2+ (stated in its source); Asymptote FAQ translation: no statement in its files, "
+            "shipped in TeX Live",
             "The CTeX FAQ (吴凌云; LaTeX questions collected on the CTeX forum) and the Chinese "
             "Asymptote FAQ, from their LaTeX sources in texlive-doc",
             _tex_faqs, _everywhere, translated=False,
