@@ -299,9 +299,7 @@ atexit.register(close_workers)
 
 def _serve() -> None:
     """The worker: one request at a time from standard input, its answer to standard output."""
-    import pypdfium2  # noqa: F401  (loaded once, before any fork: each child has it)
-
-    from agent_knowledge.ingest import binary_formats  # noqa: F401  (and the OOXML parsers)
+    _warm_up()
 
     requests = os.fdopen(os.dup(0), "rb", buffering=0)
     answers = os.fdopen(os.dup(1), "wb", buffering=0)
@@ -318,6 +316,92 @@ def _serve() -> None:
         encoded = json.dumps(answer).encode("utf-8")
         answers.write(_FRAME.pack(len(encoded), len(payload)) + encoded)
         answers.write(payload)
+
+
+def _warm_up() -> None:
+    """Everything a child would otherwise load afresh for every document, loaded once before any
+    fork: the parsers' modules, PDFium's fonts (a page of text), and a frozen heap (`gc.freeze`:
+    a child's collections never touch, and so never copy, the worker's objects)."""
+    import gc
+    import resource  # noqa: F401
+    import zipfile  # noqa: F401
+    from xml.etree import ElementTree  # noqa: F401
+
+    import defusedxml.ElementTree  # noqa: F401
+    import pypdfium2  # noqa: F401
+
+    from agent_knowledge.ingest import binary_formats
+
+    for content, media_type in _samples():
+        try:
+            binary_formats.extract_document(content, media_type, lambda: None, 1 << 20)
+        except DocumentRejected:
+            pass
+    gc.collect()
+    gc.freeze()
+
+
+def _samples() -> list[tuple[bytes, str]]:
+    """A one-page PDF with a line of text in a standard font, and a one-paragraph DOCX and PPTX."""
+    import io
+    import zipfile
+
+    from agent_knowledge.ingest.binary_formats import DOCX, PDF, PPTX
+
+    stream = b"BT /F1 12 Tf 72 720 Td (Warm up) Tj ET"
+    objects = [
+        b"<< /Type /Catalog /Pages 2 0 R >>",
+        b"<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
+        b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents 4 0 R "
+        b"/Resources << /Font << /F1 5 0 R >> >> >>",
+        b"<< /Length %d >>\nstream\n%s\nendstream" % (len(stream), stream),
+        b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>",
+    ]
+    pdf = bytearray(b"%PDF-1.4\n")
+    offsets = []
+    for number, body in enumerate(objects, start=1):
+        offsets.append(len(pdf))
+        pdf += b"%d 0 obj\n%s\nendobj\n" % (number, body)
+    xref = len(pdf)
+    pdf += b"xref\n0 6\n0000000000 65535 f \n" + b"".join(b"%010d 00000 n \n" % offset for offset in offsets)
+    pdf += b"trailer\n<< /Size 6 /Root 1 0 R >>\nstartxref\n%d\n%%%%EOF\n" % xref
+    relationships = "http://schemas.openxmlformats.org/officeDocument/2006/relationships"
+    package = "http://schemas.openxmlformats.org/package/2006/relationships"
+
+    def office(main: str, body: str, extra: dict[str, str]) -> bytes:
+        out = io.BytesIO()
+        with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as archive:
+            archive.writestr("[Content_Types].xml", "<Types/>")
+            archive.writestr(
+                "_rels/.rels",
+                f'<Relationships xmlns="{package}"><Relationship Id="rId1" '
+                f'Type="{relationships}/officeDocument" Target="{main}"/></Relationships>',
+            )
+            archive.writestr(main, body)
+            for name, data in extra.items():
+                archive.writestr(name, data)
+        return out.getvalue()
+
+    word = "http://schemas.openxmlformats.org/wordprocessingml/2006/main"
+    docx = office(
+        "word/document.xml",
+        f'<w:document xmlns:w="{word}"><w:body><w:p><w:r><w:t>Warm up</w:t></w:r></w:p></w:body></w:document>',
+        {},
+    )
+    slides = "http://schemas.openxmlformats.org/presentationml/2006/main"
+    drawing = "http://schemas.openxmlformats.org/drawingml/2006/main"
+    pptx = office(
+        "ppt/presentation.xml",
+        f'<p:presentation xmlns:p="{slides}" xmlns:r="{relationships}"><p:sldIdLst>'
+        '<p:sldId id="256" r:id="rId1"/></p:sldIdLst></p:presentation>',
+        {
+            "ppt/_rels/presentation.xml.rels": f'<Relationships xmlns="{package}"><Relationship Id="rId1" '
+            f'Type="{relationships}/slide" Target="slides/slide1.xml"/></Relationships>',
+            "ppt/slides/slide1.xml": f'<p:sld xmlns:p="{slides}" xmlns:a="{drawing}"><p:cSld><p:spTree><p:sp>'
+            "<p:txBody><a:p><a:r><a:t>Warm up</a:t></a:r></a:p></p:txBody></p:sp></p:spTree></p:cSld></p:sld>",
+        },
+    )
+    return [(bytes(pdf), PDF), (docx, DOCX), (pptx, PPTX)]
 
 
 def _read_stream(stream: IO[bytes], size: int) -> bytes | None:
