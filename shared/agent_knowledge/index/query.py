@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Literal, Protocol
 
 from agent_knowledge.embedding.base import Embedder
-from agent_knowledge.errors import KnowledgeError
+from agent_knowledge.errors import KnowledgeError, RerankFailed
 from agent_knowledge.identity.scope import Scope
 from agent_knowledge.index.analyzer import query_tokens
 from agent_knowledge.index.hybrid import FUSION_DEPTH, fuse
@@ -20,6 +20,7 @@ from agent_knowledge.index.kb_index import AnalyzedQuery, IndexHit, KbIndex
 from agent_knowledge.index.layout import IndexUnavailable
 from agent_knowledge.index.query_vector import QueryVector, searchable
 from agent_knowledge.index.reader_cache import IndexCache, IndexObjects, ServedIndex, index_cache
+from agent_knowledge.knowledge.rerank import RERANK_CANDIDATES, Reranker
 from agent_knowledge.records import DocumentRecord, KnowledgeConfig
 from agent_knowledge.repositories.bodies import BodyMissing
 from agent_knowledge.runtime.observability import logger
@@ -121,11 +122,20 @@ def retrieve(
     cache: IndexCache = index_cache,
     embedder: Embedder | None | Literal["configured"] = CONFIGURED,
     query_vector: QueryVector | None = None,
+    reranker: Reranker | None | Literal["configured"] = CONFIGURED,
 ) -> RetrievalResult:
     """Search the scope's enabled KBs (`bodies` holds their index files), validate the hits against
     the current records in `documents`. `embedder` embeds the query for KBs with vectors (None:
     lexical only); a caller that started the query's embedding earlier (`query_vector_for`, to
-    overlap it with the caller's identity reads) passes it as `query_vector` instead."""
+    overlap it with the caller's identity reads) passes it as `query_vector` instead. `reranker`
+    reorders the fused top RERANK_CANDIDATES before the cut to `max_docs` (default: the container's,
+    RERANK_MODEL_ID; None: off). Documents with the same body (digest) are one: the best-scoring."""
+    if reranker == CONFIGURED:
+        from agent_knowledge.knowledge.rerank import configured_reranker
+
+        reranker = configured_reranker()
+    assert reranker != CONFIGURED
+    wanted = max(max_docs, RERANK_CANDIDATES) if reranker is not None else max_docs
     if query_vector is None:
         query_vector = query_vector_for(query, embedder)
         query_vector.start_remote()
@@ -141,6 +151,8 @@ def retrieve(
     candidates: list[_Candidate] = []
     for kb_id in kb_ids:
         top_k, min_score = _source_limits(config, kb_id)
+        if reranker is not None:  # the reranker sees the fused top RERANK_CANDIDATES
+            top_k = max(top_k, RERANK_CANDIDATES)
         try:
             served = cache.serve(bodies, scope.knowledge_bases[kb_id])
             hits = _kb_candidates(served, analyzed, query_vector, top_k, min_score) if served is not None else []
@@ -153,7 +165,7 @@ def retrieve(
             degraded.append(kb_id)
         candidates.extend(_Candidate(kb_id, hit) for hit in hits)
     candidates.sort(key=lambda candidate: candidate.hit.score, reverse=True)
-    candidates = candidates[: config.top_k]
+    candidates = candidates[: max(config.top_k, wanted) if reranker is not None else config.top_k]
     if not candidates:
         return RetrievalResult([], answered, failed, 0, degraded)
 
@@ -168,6 +180,7 @@ def retrieve(
     scope_kb_ids = set(kb_ids)
     found: list[RetrievedDocument] = []
     seen: set[tuple[str, str]] = set()
+    bodies_seen: set[str] = set()
     stale = 0
     for candidate in candidates:
         key = (candidate.kb_id, candidate.hit.doc_id)
@@ -175,19 +188,37 @@ def retrieve(
         if not _is_current(record, candidate, scope_kb_ids):
             stale += 1
             continue
-        if key in seen or len(found) >= max_docs:
-            continue
         assert record is not None
+        # The same page stored twice (as .html and .docx, or in two KBs) would take two hints.
+        if key in seen or record.body_sha256 in bodies_seen or len(found) >= wanted:
+            continue
         hit = candidate.hit
         text = hit.text
         if text is None:  # a dense row whose chunk the served index no longer holds
             stale += 1
             continue
         seen.add(key)
+        bodies_seen.add(record.body_sha256)
         found.append(
             RetrievedDocument(candidate.kb_id, record, hit.score, hit.chunk_index, text, analyzed.matched_terms(text))
         )
-    return RetrievalResult(found, answered, failed, stale, degraded)
+    if reranker is not None:
+        found = _reranked(reranker, query, found, max_docs)
+    return RetrievalResult(found[:max_docs], answered, failed, stale, degraded)
+
+
+def _reranked(reranker: Reranker, query: str, found: list[RetrievedDocument], max_docs: int) -> list[RetrievedDocument]:
+    """The fused top RERANK_CANDIDATES in the reranker's order (each keeps its fused score, which is
+    what `min_score` was applied to); the fused order when the model fails (logged)."""
+    pool = found[:RERANK_CANDIDATES]
+    if len(pool) < 2:
+        return found
+    try:
+        order = reranker.rerank(query, [document.chunk_text for document in pool], top_n=max_docs)
+    except RerankFailed as exc:
+        logger.warning("rerank failed; fused order kept", extra=exc.context())
+        return found
+    return [pool[index] for index, _ in order]
 
 
 def _kb_candidates(
