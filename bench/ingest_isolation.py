@@ -4,21 +4,21 @@
 `.docx` and `.pptx` under D (`prepare_document`, no title, as the ingest function does) twice, each
 mode in a fresh process of its own, alternating, `--repeats` times:
 
-- `isolated`: the product (ingest/parse_process.py: a worker process forks a child per document
-  under RLIMIT_AS / RLIMIT_CPU);
+- `isolated`: the product (ingest/parse_process.py: a parser process reads the documents one
+  after another under RLIMIT_AS / RLIMIT_CPU set for each);
 - `in_process`: the same code with `parse_isolated` replaced by a call of `extract_document` in the
   calling process (what the ingest did before the isolation).
 
 CPU is the measuring process's `time.process_time` plus, for `isolated`, `getrusage(RUSAGE_CHILDREN)`
-after its worker is ended (the worker and every child it forked and reaped). The worker's start
-(an interpreter with PDFium, once per process) is measured apart, so the per-document cost is the
-steady state of a warm function. Per mode: CPU per page (PDF pages, PPTX slides; as
-bench/ingest_formats.py counts them), total and per document, the isolation's extra CPU per
-document, and the median over the repeats.
+after its parser is ended and reaped. The parser's start (an interpreter with PDFium, once per
+process) is measured apart, and is in the timed pass once, as in a warm function's life. Per
+mode: CPU per page (PDF pages, PPTX slides; as bench/ingest_formats.py counts them), total and per
+document, the isolation's extra CPU per document, and the median over the repeats.
 
 `--bombs` adds the issue's bombs, measured alone: the one-page PDF of 4,000,000 blank `Tj`
-operators and the DOCX whose `_rels/.rels` unpacks to ~60 MiB — the child's CPU and peak RSS (from
-`wait4`) with the isolation, and, in a fresh process, the peak RSS and CPU of reading the same PDF in
+operators and the DOCX whose `_rels/.rels` unpacks to ~60 MiB — the parser's CPU and peak RSS (from
+`wait4`, measured from a small process: ru_maxrss keeps the caller's size across exec) with the
+isolation, and, in a fresh process, the peak RSS and CPU of reading the same PDF in
 process (`extract_document`, what the ingest function did).
 """
 

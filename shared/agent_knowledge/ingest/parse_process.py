@@ -1,32 +1,31 @@
-"""PDF, DOCX and PPTX files are parsed in a child process with hard limits, so that no document can
-take the ingest function down: a bomb fails its own document, with its reason, and nothing else.
+"""PDF, DOCX and PPTX files are parsed in a separate process with hard limits, so that no document
+can take the ingest function down: a bomb fails its own document, with its reason, and nothing else.
 
 Why: PDFium cannot be interrupted inside one page, and one page of a few dozen kilobytes can ask
 for gigabytes of memory and many seconds of CPU (millions of text operators). The document's CPU
 budget (`check`, between pages) cannot stop that; a process limit can.
 
-How: a worker process (`python -m agent_knowledge.ingest.parse_process`, started on the first
-binary document a process prepares and kept) imports the parsers once, then forks one child per
-document. The child lowers its own limits — address space `ParseLimits.memory_bytes`
-(RLIMIT_AS), CPU the document's budget rounded up plus a second (RLIMIT_CPU: SIGXCPU, then
-SIGKILL), no core files — parses (`binary_formats.extract_document`), writes where it is (the
-page, slide or part) and then its result to a pipe, and exits. The worker reads that pipe with a
-wall deadline (the child is killed on breach), reaps the child with `wait4` (its CPU time and peak
-resident memory) and answers. The parent waits for the answer with its own deadline; a worker
-that misses it is killed with its process group and replaced.
+How: a parser process (`python -m agent_knowledge.ingest.parse_process`, started on the first
+binary document a process prepares, with subprocess pipes — no `multiprocessing`, whose pools and
+queues need /dev/shm, which AWS Lambda does not have) loads the parsers once and then reads one
+document after another from its standard input. Before each it sets its own limits: address
+space `ParseLimits.memory_bytes` (RLIMIT_AS), CPU its time so far plus the document's budget
+rounded up plus a second (RLIMIT_CPU: SIGXCPU ends it), no core files. It writes where it is (the
+page, slide or part) and then the result to its standard output. The caller waits with a wall
+deadline; a parser that dies or misses it is killed with its process group and replaced, and the
+document fails with the reason (`_stopped_reason`). A memory failure in a parser that had read
+other documents before is tried once more in a fresh one, so that what an earlier document left
+in the heap never fails a later one.
 
-Plain pipes and `os.fork`: `multiprocessing`'s pools and queues need /dev/shm, which AWS Lambda
-does not have. The fork happens in the worker, never in the caller: the caller has threads (a
-fork copies none of them and may copy a lock held by one), the worker has one. A fork of the
-worker costs about a millisecond; starting an interpreter with PDFium costs about 100 ms, paid
-once per process (bench/README.md, "isolation").
+A parser serves many documents: forking a child per document cost 25-35 ms of CPU per document
+here (a fresh address space faults in every page PDFium touches), 16 % of the CPU of the PDFs of
+bench/README.md's corpus. One process per calling thread (the CLI prepares files in threads).
 
 The memory limit: the ingest function has 1,024 MB (template.yaml) for all its processes. The
-child's address space is capped at 640 MiB (671 MB); the worker holds ~25 MB of its own (the
-document's bytes it reads are shared with the child, which forked from it); that leaves ~330 MB
-to the function's own process (runtime, clients, the object's bytes, the extracted text and its
-chunks). The largest real PDF measured, LilyPond's 27 MiB, 930-page Notation Reference, peaks at
-324 MiB of address space: the limit leaves it twice its needs (docs/SECURITY.md, bench/README.md).
+parser's address space is capped at 640 MiB (671 MB), which leaves ~350 MB to the function's own
+process (runtime, clients, the object's bytes, the extracted text and its chunks). The largest
+real PDF measured, LilyPond's 27 MiB, 930-page Notation Reference, peaks at 324 MiB of address
+space: the limit leaves it twice its needs (docs/SECURITY.md, bench/README.md).
 """
 
 from __future__ import annotations
@@ -48,26 +47,26 @@ from typing import IO, Any
 from agent_knowledge.errors import DocumentRejected
 
 MiB = 1024 * 1024
-# The child's address space (RLIMIT_AS), see the module doc.
+# The parser's address space (RLIMIT_AS), see the module doc.
 MAX_PARSE_MEMORY_BYTES = 640 * MiB
-# Wall time of one document's parse, as a multiple of its CPU limit: a child is never idle, so
-# this only catches a child that waits on something it should not, with room for a loaded machine
-# (on AWS, 1,024 MB is ~0.6 of a vCPU: 11 s of CPU take ~19 s, under 33). The parent gives the
-# worker `WORKER_GRACE_SECONDS` more before replacing it.
+# RLIMIT_CPU counts whole seconds: a document's limit is the first whole second of the parser's
+# CPU time at least this far past its budget, so the budget's own check between pages speaks first
+# when it can (the limit lands 0.5-1.5 s past the budget).
+CPU_LIMIT_MARGIN_SECONDS = 0.5
+# Wall time of one document, as a multiple of its CPU limit: a parser is never idle while it
+# reads, so this only catches one that waits on something it should not, with room for a loaded
+# machine (on AWS, 1,024 MB is ~0.6 of a vCPU: 11 s of CPU take ~19 s, under 33).
 PARSE_WALL_FACTOR = 3.0
-WORKER_GRACE_SECONDS = 5.0
-# Frames: (header length, payload length), then the JSON header, then the payload.
-_FRAME = struct.Struct(">IQ")
-# Child → worker: (kind, length), then the data. Kinds: b"p" where the child is ("page\tpage 3 of
-# the PDF"), b"r" the result's JSON, b"t" the text (UTF-8).
-_CHILD_FRAME = struct.Struct(">cI")
-# What a child may write beyond the text limit (frames, progress lines, the JSON): more is a defect.
-CHILD_OUTPUT_SLACK_BYTES = 4 * MiB
+# Caller → parser: (header length, content length), the JSON header, the content.
+_REQUEST = struct.Struct(">IQ")
+# Parser → caller: (kind, length), then the data. Kinds: b"p" where the parser is ("page\tpage 3
+# of the PDF"), b"r" the result's JSON, then b"t" the text (UTF-8) unless refused.
+_FRAME = struct.Struct(">cQ")
 
 
 class ParseLimitBroken(DocumentRejected):
-    """The parser child was stopped by a limit: `limit` is memory, cpu or wall (its document fails
-    with the message, as for any DocumentRejected); what the child used is kept for log lines and
+    """The parser process was stopped by a limit: `limit` is memory, cpu or wall (its document fails
+    with the message, as for any DocumentRejected); what the parser used is kept for log lines and
     the benchmark."""
 
     context_fields = ("limit", "cpu_seconds", "peak_rss_bytes")
@@ -78,34 +77,28 @@ class ParseLimitBroken(DocumentRejected):
 
 @dataclass(frozen=True)
 class ParseLimits:
-    """A child's limits. `cpu_seconds` is the document's CPU budget (`content.MAX_PREPARE_CPU_SECONDS`)."""
+    """A document's limits in the parser. `cpu_seconds` is its CPU budget (`content.MAX_PREPARE_CPU_SECONDS`)."""
 
     cpu_seconds: float
     memory_bytes: int = field(default_factory=lambda: MAX_PARSE_MEMORY_BYTES)
     wall_factor: float = PARSE_WALL_FACTOR
 
     @property
-    def cpu_limit_seconds(self) -> int:
-        """The child's RLIMIT_CPU (whole seconds): past the budget, so the budget's own check
-        between pages speaks first when it can."""
-        return max(1, math.ceil(self.cpu_seconds) + 1)
-
-    @property
     def wall_seconds(self) -> float:
-        return self.cpu_limit_seconds * self.wall_factor
+        return (self.cpu_seconds + CPU_LIMIT_MARGIN_SECONDS + 1) * self.wall_factor
 
 
 @dataclass(frozen=True)
 class ParsedDocument:
     text: str
     title: str | None
-    cpu_seconds: float  # the child's, user + system
-    peak_rss_bytes: int  # the child's peak resident memory (pages it shares with the worker included)
+    cpu_seconds: float  # the parser's for this document, user + system
+    peak_rss_bytes: int  # the parser's peak resident memory while it read this document (0: unknown)
 
 
 def over_cpu_budget(seconds: float) -> str:
     """The reason of a document that took more than its CPU budget (checked between pages or by the
-    child's CPU limit inside one)."""
+    parser's CPU limit inside one)."""
     return (
         f"over the CPU budget: the document took more than {seconds:g} s of CPU to prepare; "
         "split it into smaller documents"
@@ -116,8 +109,8 @@ def over_cpu_budget(seconds: float) -> str:
 
 
 def parse_isolated(content: bytes, media_type: str, max_text_bytes: int, limits: ParseLimits) -> ParsedDocument:
-    """`binary_formats.extract_document` in a child process under `limits`; DocumentRejected with
-    the reason when the document is refused or breaks a limit."""
+    """`binary_formats.extract_document` in the parser process under `limits`; DocumentRejected
+    with the reason when the document is refused or breaks a limit."""
     from agent_knowledge.ingest import binary_formats
 
     header = {
@@ -125,62 +118,61 @@ def parse_isolated(content: bytes, media_type: str, max_text_bytes: int, limits:
         "media_type": media_type,
         "max_text_bytes": max_text_bytes,
         "cpu_seconds": limits.cpu_seconds,
-        "cpu_limit_seconds": limits.cpu_limit_seconds,
         "memory_bytes": limits.memory_bytes,
-        "wall_seconds": limits.wall_seconds,
     }
-    worker = _POOL.take()
-    try:
-        answer, payload = worker.ask(header, content, limits.wall_seconds + WORKER_GRACE_SECONDS)
-    except _WorkerLost as exc:
-        worker.stop()
-        if exc.timed_out:
-            raise ParseLimitBroken(_stopped_reason({"stopped": "wall"}, limits), limit="wall") from None
-        raise RuntimeError(f"the document parser process failed: {exc}") from None
-    _POOL.give(worker)
-    if answer.get("rejected"):
-        raise DocumentRejected(str(answer["rejected"]))
-    if answer.get("stopped"):
-        raise ParseLimitBroken(
-            _stopped_reason(answer, limits),
-            limit=answer["stopped"],
-            cpu_seconds=answer["cpu_seconds"],
-            peak_rss_bytes=answer["peak_rss_bytes"],
+    while True:
+        parser = _POOL.take()
+        used = parser.documents
+        try:
+            answer, text = parser.ask(header, content, limits.wall_seconds)
+        except _ParserStopped as stopped:
+            if stopped.limit == "memory" and used:  # maybe what earlier documents left: once more, fresh
+                continue
+            raise ParseLimitBroken(
+                _stopped_reason(stopped.limit, stopped.where, stopped.detail, limits),
+                limit=stopped.limit,
+                cpu_seconds=stopped.cpu_seconds,
+                peak_rss_bytes=stopped.peak_rss_bytes,
+            ) from None
+        _POOL.give(parser)
+        if answer.get("rejected") is not None:
+            raise DocumentRejected(str(answer["rejected"]))
+        return ParsedDocument(
+            text=text.decode("utf-8", "surrogatepass"),
+            title=answer.get("title"),
+            cpu_seconds=float(answer["cpu_seconds"]),
+            peak_rss_bytes=int(answer["peak_rss_bytes"]),
         )
-    return ParsedDocument(
-        text=payload.decode("utf-8", "surrogatepass"),
-        title=answer.get("title"),
-        cpu_seconds=float(answer["cpu_seconds"]),
-        peak_rss_bytes=int(answer["peak_rss_bytes"]),
-    )
 
 
-def _stopped_reason(answer: dict[str, Any], limits: ParseLimits) -> str:
-    unit, _, where = str(answer.get("where") or "\t").partition("\t")
-    unit, where = unit or "part", where or "the document"
-    stopped = answer["stopped"]
-    if stopped == "memory":
+def _stopped_reason(limit: str, where: str | None, detail: str, limits: ParseLimits) -> str:
+    unit, _, place = (where or "\t").partition("\t")
+    unit, place = unit or "part", place or "the document"
+    if limit == "memory":
         return (
-            f"too much memory for one {unit}: reading {where} needed more than "
+            f"too much memory for one {unit}: reading {place} needed more than "
             f"{limits.memory_bytes // MiB} MiB; simplify the document or split it into smaller ones"
         )
-    if stopped == "cpu":
+    if limit == "cpu":
         return (
-            f"over the CPU budget: reading {where} took more than {limits.cpu_seconds:g} s of CPU; "
+            f"over the CPU budget: reading {place} took more than {limits.cpu_seconds:g} s of CPU; "
             "simplify the document or split it into smaller ones"
         )
-    if stopped == "wall":
-        return f"over the time limit: reading {where} took more than {limits.wall_seconds:g} s"
-    return f"the document parser stopped while reading {where} ({answer.get('detail')}); the file may be damaged"
+    if limit == "wall":
+        return f"over the time limit: reading {place} took more than {limits.wall_seconds:g} s"
+    return f"the document parser stopped while reading {place} ({detail}); the file may be damaged"
 
 
-class _WorkerLost(Exception):
-    def __init__(self, message: str, timed_out: bool = False) -> None:
-        super().__init__(message)
-        self.timed_out = timed_out
+class _ParserStopped(Exception):
+    """The parser died or was killed while reading a document (it has been reaped)."""
+
+    def __init__(self, limit: str, where: str | None, detail: str, cpu_seconds: float, peak_rss_bytes: int) -> None:
+        super().__init__(limit)
+        self.limit, self.where, self.detail = limit, where, detail
+        self.cpu_seconds, self.peak_rss_bytes = cpu_seconds, peak_rss_bytes
 
 
-class _Worker:
+class _Parser:
     def __init__(self) -> None:
         if not sys.executable:
             raise RuntimeError("cannot start the document parser process: sys.executable is unknown")
@@ -192,56 +184,116 @@ class _Worker:
             stdout=subprocess.PIPE,
             env=environment,
             close_fds=True,
-            start_new_session=True,  # its own process group: `stop` kills the worker and its child
+            start_new_session=True,  # its own process group: `_kill` ends whatever it may have started
         )
+        self.documents = 0  # read to the end
+        self.cpu_before = 0.0  # the parser's CPU time when its last document ended
+        self.status = 0  # once reaped: the exit status, or minus the signal that ended it
+        self.usage: Any = None  # once reaped: its resource usage (wait4)
 
     def ask(self, header: dict[str, Any], content: bytes, timeout: float) -> tuple[dict[str, Any], bytes]:
+        """Sends the document; the result and the text. _ParserStopped if the parser dies or
+        misses `timeout` (then it is killed and reaped: the caller drops it)."""
         stdin, stdout = self.process.stdin, self.process.stdout
         assert stdin is not None and stdout is not None
         encoded = json.dumps(header).encode("utf-8")
+        deadline = time.monotonic() + timeout
+        where: str | None = None
         try:
-            stdin.write(_FRAME.pack(len(encoded), len(content)))
+            stdin.write(_REQUEST.pack(len(encoded), len(content)))
             stdin.write(encoded)
             stdin.write(content)
             stdin.flush()
-        except (BrokenPipeError, OSError) as exc:
-            raise _WorkerLost(f"cannot send the document ({exc})") from None
-        deadline = time.monotonic() + timeout
-        with selectors.DefaultSelector() as selector:
-            selector.register(stdout, selectors.EVENT_READ)
-            head = _read_exactly(stdout.fileno(), _FRAME.size, selector, deadline)
-            header_bytes, payload_bytes = _FRAME.unpack(head)
-            answer = json.loads(_read_exactly(stdout.fileno(), header_bytes, selector, deadline))
-            payload = _read_exactly(stdout.fileno(), payload_bytes, selector, deadline)
-        return answer, payload
+            with selectors.DefaultSelector() as selector:
+                selector.register(stdout, selectors.EVENT_READ)
+                while True:
+                    kind, data = _read_frame(stdout.fileno(), selector, deadline)
+                    if kind == b"p":
+                        where = data.decode("utf-8", "replace")
+                        continue
+                    answer = json.loads(data)
+                    text = b""
+                    if answer.get("rejected") is None:
+                        kind, text = _read_frame(stdout.fileno(), selector, deadline)
+                    self.documents += 1
+                    self.cpu_before = float(answer["cpu_total_seconds"])
+                    return answer, text
+        except _Timeout:
+            self._kill()
+            raise self._stopped("wall", where) from None
+        except (OSError, ValueError, _Ended):  # a broken pipe, the end of its output, a cut frame
+            self._kill()
+            raise self._stopped(None, where) from None
 
-    def stop(self) -> None:
-        """Kills the worker and whatever child it has, and reaps it."""
+    def _stopped(self, limit: str | None, where: str | None) -> _ParserStopped:
+        status, usage = self.status, self.usage
+        cpu = usage.ru_utime + usage.ru_stime - self.cpu_before if usage else 0.0
+        # At least the parser's peak: ru_maxrss keeps the caller's resident size at the exec that
+        # started the parser when that was larger (measure bombs from a small caller).
+        peak = usage.ru_maxrss * 1024 if usage else 0  # KiB on Linux
+        detail = ""
+        if limit is None:
+            number = -status if status < 0 else 0
+            if number == signal.SIGXCPU:
+                limit = "cpu"
+            elif number == signal.SIGABRT:  # PDFium and CPython abort when an allocation fails
+                limit = "memory"
+            elif status == _OUT_OF_MEMORY:  # a MemoryError the parser caught
+                limit = "memory"
+            else:
+                limit = "crash"
+                detail = f"signal {signal.Signals(number).name}" if number else f"exit status {status}"
+        return _ParserStopped(limit, where, detail, cpu, peak)
+
+    def _kill(self) -> None:
+        """Kills the parser (and its process group) and reaps it, keeping its status and usage."""
         try:
             os.killpg(self.process.pid, signal.SIGKILL)
         except (ProcessLookupError, PermissionError):
             pass
+        self._reap()
+
+    def _reap(self) -> None:
         for stream in (self.process.stdin, self.process.stdout):
             if stream is not None:
                 try:
                     stream.close()
                 except OSError:
                     pass
-        self.process.wait()
+        try:
+            _, status, self.usage = os.wait4(self.process.pid, 0)
+            self.status = -os.WTERMSIG(status) if os.WIFSIGNALED(status) else os.WEXITSTATUS(status)
+        except ChildProcessError:  # reaped already
+            self.status = self.process.returncode or 0
+        self.process.returncode = self.status  # Popen must not wait for it again
 
     def close(self) -> None:
-        """Ends an idle worker: it exits when its standard input ends."""
+        """Ends an idle parser: it exits when its standard input ends."""
         if self.process.stdin is not None:
             try:
                 self.process.stdin.close()
             except OSError:
                 pass
         try:
-            self.process.wait(timeout=WORKER_GRACE_SECONDS)
+            self.process.wait(timeout=5)
         except subprocess.TimeoutExpired:
-            self.stop()
+            self._kill()
+            return
         if self.process.stdout is not None:
             self.process.stdout.close()
+
+
+class _Timeout(Exception):
+    pass
+
+
+class _Ended(Exception):
+    pass
+
+
+def _read_frame(fd: int, selector: selectors.BaseSelector, deadline: float) -> tuple[bytes, bytes]:
+    kind, size = _FRAME.unpack(_read_exactly(fd, _FRAME.size, selector, deadline))
+    return kind, _read_exactly(fd, size, selector, deadline)
 
 
 def _read_exactly(fd: int, size: int, selector: selectors.BaseSelector, deadline: float) -> bytes:
@@ -249,81 +301,167 @@ def _read_exactly(fd: int, size: int, selector: selectors.BaseSelector, deadline
     while len(data) < size:
         left = deadline - time.monotonic()
         if left <= 0 or not selector.select(left):
-            raise _WorkerLost("no answer in time", timed_out=True)
+            raise _Timeout()
         chunk = os.read(fd, min(size - len(data), 1 << 20))
         if not chunk:
-            raise _WorkerLost("the worker exited")
+            raise _Ended()
         data += chunk
     return bytes(data)
 
 
 class _Pool:
-    """Idle workers, one per thread that parses at once (the CLI prepares files in threads; the
-    ingest function, one document at a time, keeps one)."""
+    """Idle parsers, one per thread that parses at once (the ingest function, one document at a
+    time, keeps one)."""
 
     def __init__(self) -> None:
-        self._idle: list[_Worker] = []
+        self._idle: list[_Parser] = []
         self._lock = threading.Lock()
 
-    def take(self) -> _Worker:
+    def take(self) -> _Parser:
         with self._lock:
             if self._idle:
                 return self._idle.pop()
-        return _Worker()
+        return _Parser()
 
-    def give(self, worker: _Worker) -> None:
+    def give(self, parser: _Parser) -> None:
         with self._lock:
-            self._idle.append(worker)
+            self._idle.append(parser)
 
     def close(self) -> None:
-        """Ends the idle workers (at exit; the benchmark, to count their CPU time)."""
         with self._lock:
             idle, self._idle = self._idle, []
-        for worker in idle:
-            worker.close()
+        for parser in idle:
+            parser.close()
 
 
 _POOL = _Pool()
 
 
 def close_workers() -> None:
-    """Ends this process's idle parser workers; the next binary document starts a new one."""
+    """Ends this process's idle parsers (at exit; the benchmark, to count their CPU time); the next
+    binary document starts a new one."""
     _POOL.close()
 
 
 atexit.register(close_workers)
 
 
-# --- the worker's side ---------------------------------------------------------------------------
+# --- the parser's side ---------------------------------------------------------------------------
+
+_OUT_OF_MEMORY = 75  # the parser's exit status after a MemoryError
 
 
 def _serve() -> None:
-    """The worker: one request at a time from standard input, its answer to standard output."""
-    _warm_up()
+    """The parser: one document at a time from standard input, its frames to standard output."""
+    import resource
 
     requests = os.fdopen(os.dup(0), "rb", buffering=0)
-    answers = os.fdopen(os.dup(1), "wb", buffering=0)
+    answers = os.dup(1)
     os.dup2(2, 1)  # a stray print goes to standard error, never into the answers
+    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+    _warm_up()
+
+    def send(kind: bytes, data: bytes) -> None:
+        _write_all(answers, _FRAME.pack(kind, len(data)))
+        _write_all(answers, data)
+
     while True:
-        head = _read_stream(requests, _FRAME.size)
+        head = _read_stream(requests, _REQUEST.size)
         if head is None:
             return  # the caller closed its end, or is gone
-        header_bytes, content_bytes = _FRAME.unpack(head)
+        header_bytes, content_bytes = _REQUEST.unpack(head)
         header = json.loads(_read_stream(requests, header_bytes) or b"{}")
         content = _read_stream(requests, content_bytes) or b""
-        answer, payload = _parse_in_child(header, content, (requests.fileno(), answers.fileno()))
+        if not _parse_one(header, content, send):
+            os._exit(_OUT_OF_MEMORY)
         del content
-        encoded = json.dumps(answer).encode("utf-8")
-        answers.write(_FRAME.pack(len(encoded), len(payload)) + encoded)
-        answers.write(payload)
+
+
+def _peak_rss(reset: bool = False) -> int:
+    """This process's peak resident memory since the last reset (Linux: VmHWM, reset through
+    /proc/self/clear_refs); 0 where that is not available. Not getrusage: its ru_maxrss keeps the
+    caller's peak across the exec that started this process."""
+    try:
+        if reset:
+            with open("/proc/self/clear_refs", "w") as refs:
+                refs.write("5")
+            return 0
+        with open("/proc/self/status") as status:
+            for line in status:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return 0
+
+
+def _write_all(fd: int, data: bytes | memoryview) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view) :]
+
+
+def _parse_one(header: dict[str, Any], content: bytes, send: Any) -> bool:
+    """Reads one document under its limits and sends its frames; False after a MemoryError (the
+    parser's heap cannot be trusted: it exits)."""
+    import resource
+
+    from agent_knowledge.ingest import binary_formats
+
+    for name, value in header["format_limits"].items():  # the caller's, as it has them
+        if name in binary_formats.FORMAT_LIMITS:
+            setattr(binary_formats, name, value)
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    spent = usage.ru_utime + usage.ru_stime
+    # SIGXCPU (which ends the process) once this document has used its budget and the margin; the
+    # hard limit stays where it is, so that the next document can be given its own.
+    cpu_seconds = float(header["cpu_seconds"])
+    _, hard = resource.getrlimit(resource.RLIMIT_CPU)
+    soft = math.ceil(spent + cpu_seconds + CPU_LIMIT_MARGIN_SECONDS)
+    resource.setrlimit(resource.RLIMIT_CPU, (soft if hard == resource.RLIM_INFINITY else min(soft, hard), hard))
+    memory = int(header["memory_bytes"])
+    try:
+        resource.setrlimit(resource.RLIMIT_AS, (memory, resource.getrlimit(resource.RLIMIT_AS)[1]))
+    except (ValueError, OSError):
+        if sys.platform.startswith("linux"):
+            raise
+        # macOS and the BSDs enforce no RLIMIT_AS: the CPU and wall limits still hold.
+    _peak_rss(reset=True)
+    started = time.process_time()
+    limit = started + cpu_seconds
+
+    def check() -> None:
+        if time.process_time() > limit:
+            raise DocumentRejected(over_cpu_budget(cpu_seconds))
+
+    def progress(unit: str, where: str) -> None:
+        send(b"p", f"{unit}\t{where}".encode())
+
+    text = b""
+    try:
+        extracted = binary_formats.extract_document(
+            content, str(header["media_type"]), check, int(header["max_text_bytes"]), progress
+        )
+        result: dict[str, Any] = {"title": extracted.title}
+        text = extracted.text.encode("utf-8", "surrogatepass")
+        del extracted
+    except DocumentRejected as exc:
+        result = {"rejected": exc.message}
+    except MemoryError:
+        return False
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    result["cpu_seconds"] = time.process_time() - started
+    result["cpu_total_seconds"] = usage.ru_utime + usage.ru_stime
+    result["peak_rss_bytes"] = _peak_rss()
+    send(b"r", json.dumps(result).encode("utf-8"))
+    if result.get("rejected") is None:
+        send(b"t", text)
+    return True
 
 
 def _warm_up() -> None:
-    """Everything a child would otherwise load afresh for every document, loaded once before any
-    fork: the parsers' modules, PDFium's fonts (a page of text), and a frozen heap (`gc.freeze`:
-    a child's collections never touch, and so never copy, the worker's objects)."""
-    import gc
-    import resource  # noqa: F401
+    """What the first document would otherwise load: the parsers' modules and PDFium's fonts (a
+    page of text), so that no document's CPU pays for them."""
     import zipfile  # noqa: F401
     from xml.etree import ElementTree  # noqa: F401
 
@@ -337,8 +475,6 @@ def _warm_up() -> None:
             binary_formats.extract_document(content, media_type, lambda: None, 1 << 20)
         except DocumentRejected:
             pass
-    gc.collect()
-    gc.freeze()
 
 
 def _samples() -> list[tuple[bytes, str]]:
@@ -412,145 +548,6 @@ def _read_stream(stream: IO[bytes], size: int) -> bytes | None:
             return None
         data += chunk
     return bytes(data)
-
-
-def _parse_in_child(header: dict[str, Any], content: bytes, inherited: tuple[int, int]) -> tuple[dict[str, Any], bytes]:
-    read_end, write_end = os.pipe()
-    pid = os.fork()
-    if pid == 0:  # the child: never returns
-        status = 70
-        try:
-            os.close(read_end)
-            for fd in inherited:
-                os.close(fd)
-            status = _child(header, content, write_end)
-        finally:
-            os._exit(status)
-    os.close(write_end)
-    output, timed_out, overflow = _collect(read_end, pid, header)
-    _, status, usage = os.wait4(pid, 0)
-    os.close(read_end)
-    facts: dict[str, Any] = {
-        "cpu_seconds": usage.ru_utime + usage.ru_stime,
-        "peak_rss_bytes": usage.ru_maxrss * 1024,  # KiB on Linux
-    }
-    frames = _frames(output)
-    where = next((data.decode("utf-8", "replace") for kind, data in reversed(frames) if kind == b"p"), None)
-    result = next((json.loads(data) for kind, data in frames if kind == b"r"), None)
-    text = b"".join(data for kind, data in frames if kind == b"t")
-    facts["where"] = where
-    if timed_out:
-        return {**facts, "stopped": "wall"}, b""
-    if overflow:
-        return {**facts, "stopped": "crash", "detail": "it wrote more than its text limit"}, b""
-    if os.WIFSIGNALED(status) or result is None:
-        return {**facts, **_verdict(status, facts, header)}, b""
-    if result.get("memory"):
-        return {**facts, "stopped": "memory"}, b""
-    if result.get("rejected") is not None:
-        return {**facts, "rejected": result["rejected"]}, b""
-    return {**facts, "title": result.get("title")}, text
-
-
-def _verdict(status: int, facts: dict[str, Any], header: dict[str, Any]) -> dict[str, Any]:
-    """Why a child died without a result: its CPU limit (SIGXCPU, or SIGKILL at the hard limit),
-    its memory limit (PDFium and CPython abort when an allocation fails), or a defect."""
-    if os.WIFSIGNALED(status):
-        number = os.WTERMSIG(status)
-        at_cpu_limit = facts["cpu_seconds"] >= header["cpu_limit_seconds"]
-        if number == signal.SIGXCPU or (number == signal.SIGKILL and at_cpu_limit):
-            return {"stopped": "cpu"}
-        if number == signal.SIGABRT or facts["peak_rss_bytes"] >= header["memory_bytes"] * 0.9:
-            return {"stopped": "memory"}
-        return {"stopped": "crash", "detail": f"signal {signal.Signals(number).name}"}
-    return {"stopped": "crash", "detail": f"exit status {os.WEXITSTATUS(status)}"}
-
-
-def _collect(fd: int, pid: int, header: dict[str, Any]) -> tuple[bytes, bool, bool]:
-    """The child's output until it closes the pipe; killed at the wall deadline or if it writes
-    more than it may."""
-    deadline = time.monotonic() + float(header["wall_seconds"])
-    allowed = int(header["max_text_bytes"]) + CHILD_OUTPUT_SLACK_BYTES
-    output = bytearray()
-    with selectors.DefaultSelector() as selector:
-        selector.register(fd, selectors.EVENT_READ)
-        while True:
-            left = deadline - time.monotonic()
-            if left <= 0 or not selector.select(left):
-                os.kill(pid, signal.SIGKILL)
-                return bytes(output), True, False
-            chunk = os.read(fd, 1 << 20)
-            if not chunk:
-                return bytes(output), False, False
-            output += chunk
-            if len(output) > allowed:
-                os.kill(pid, signal.SIGKILL)
-                return bytes(output), False, True
-
-
-def _frames(output: bytes) -> list[tuple[bytes, bytes]]:
-    """The complete frames of a child's output (a killed child may leave the last one cut)."""
-    frames, at = [], 0
-    while at + _CHILD_FRAME.size <= len(output):
-        kind, size = _CHILD_FRAME.unpack_from(output, at)
-        end = at + _CHILD_FRAME.size + size
-        if end > len(output):
-            break
-        frames.append((kind, output[at + _CHILD_FRAME.size : end]))
-        at = end
-    return frames
-
-
-def _child(header: dict[str, Any], content: bytes, fd: int) -> int:
-    import resource
-
-    from agent_knowledge.ingest import binary_formats
-
-    for name, value in header["format_limits"].items():  # the caller's, as it has them
-        if name in binary_formats.FORMAT_LIMITS:
-            setattr(binary_formats, name, value)
-    cpu_seconds = float(header["cpu_seconds"])
-    cpu_limit = int(header["cpu_limit_seconds"])
-    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
-    resource.setrlimit(resource.RLIMIT_CPU, (cpu_limit, cpu_limit + 1))  # SIGXCPU, then SIGKILL
-    memory = int(header["memory_bytes"])
-    try:
-        resource.setrlimit(resource.RLIMIT_AS, (memory, memory))
-    except (ValueError, OSError):
-        if sys.platform.startswith("linux"):
-            raise
-        # macOS and the BSDs have no enforceable RLIMIT_AS: the CPU and wall limits still hold.
-
-    def send(kind: bytes, data: bytes) -> None:
-        view = memoryview(_CHILD_FRAME.pack(kind, len(data)) + data)
-        while view:
-            view = view[os.write(fd, view) :]
-
-    def progress(unit: str, where: str) -> None:
-        send(b"p", f"{unit}\t{where}".encode())
-
-    limit = time.process_time() + cpu_seconds  # a forked child's CPU time starts at zero
-
-    def check() -> None:
-        if time.process_time() > limit:
-            raise DocumentRejected(over_cpu_budget(cpu_seconds))
-
-    text = b""
-    try:
-        extracted = binary_formats.extract_document(
-            content, str(header["media_type"]), check, int(header["max_text_bytes"]), progress
-        )
-        result: dict[str, Any] = {"title": extracted.title}
-        text = extracted.text.encode("utf-8", "surrogatepass")
-    except DocumentRejected as exc:
-        result = {"rejected": exc.message}
-    except MemoryError:
-        result = {"memory": True}
-    send(b"r", json.dumps(result).encode("utf-8"))
-    if text:
-        send(b"t", text)
-    os.close(fd)
-    return 0
 
 
 if __name__ == "__main__":
