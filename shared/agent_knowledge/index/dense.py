@@ -36,9 +36,6 @@ ROBUST_SCALE = 1.4826
 # The least spread taken, in cosine: a KB of a few chunks, or of near-identical ones, must not turn
 # tiny differences into large z (chosen with the fusion's weights).
 MIN_SPREAD = 0.06
-# The query's spread is taken at least this share of the spread of cosines between the KB's sampled
-# chunks (`DenseBackground`); chosen with the fusion's weights (bench/retrieval/fusion_tuning.py).
-SPREAD_FLOOR = 0.0
 
 
 class OpenedVectors:
@@ -79,10 +76,9 @@ class DenseBackground:
     stands above them (`z`), not by its raw cosine, which depends on the model, the language and
     the query's length.
 
-    The spread is floored at `SPREAD_FLOOR` times the spread of the cosines between the sampled
-    chunks themselves (the KB's own, per model): a query the model cannot place near anything in the
-    KB — random letters, a topic the KB does not cover — gets cosines that are all low and barely
-    spread, so that its nearest neighbour would otherwise stand out by many spreads."""
+    The spread is at least MIN_SPREAD: a query the model cannot place near anything in the KB —
+    random letters, a topic the KB does not cover — gets cosines that are all low and barely spread,
+    so that its nearest neighbour would otherwise stand out by many spreads."""
 
     mean: float
     spread: float
@@ -99,7 +95,7 @@ class DenseResult:
 
 
 class _Sample:
-    """The background rows of one generation's vector files, and the spread of their pairwise cosines."""
+    """The background rows of one generation's vector files (reconstructed from their int8 codes)."""
 
     def __init__(self, files: list[VectorFile], rows: int) -> None:
         total = sum(file.rows for file in files)
@@ -112,10 +108,6 @@ class _Sample:
                 parts.append(codes.astype(np.float32) * scales[:, None])
         self.vectors = np.concatenate(parts) if parts else np.zeros((0, 1), np.float32)
         self.rows = total
-        pairs = self.vectors @ self.vectors.T
-        upper = pairs[np.triu_indices(len(self.vectors), 1)]
-        middle = float(np.median(upper)) if len(upper) else 0.0
-        self.pair_spread = ROBUST_SCALE * float(np.median(np.abs(upper - middle))) if len(upper) else 0.0
 
 
 class _Samples:
@@ -148,13 +140,8 @@ samples = _Samples()
 on_reset(samples.clear)
 
 
-def background(
-    sample: _Sample,
-    query: npt.NDArray[np.float32],
-    spread_floor: float | None = None,
-    min_spread: float | None = None,
-) -> DenseBackground:
-    """The query's `DenseBackground` over the sampled rows (see BACKGROUND_ROWS, SPREAD_FLOOR)."""
+def background(sample: _Sample, query: npt.NDArray[np.float32], min_spread: float = MIN_SPREAD) -> DenseBackground:
+    """The query's `DenseBackground` over the sampled rows (see BACKGROUND_ROWS, MIN_SPREAD)."""
     if len(sample.vectors) < 2:
         return DenseBackground(0.0, 1.0, sample.rows)
     cosines = sample.vectors @ np.asarray(query, dtype=np.float32).reshape(-1)
@@ -162,9 +149,7 @@ def background(
     # its background and must not inflate it — in a KB of a few chunks they are a large share.
     middle = float(np.median(cosines))
     deviation = ROBUST_SCALE * float(np.median(np.abs(cosines - middle)))
-    floor = SPREAD_FLOOR if spread_floor is None else spread_floor
-    least = MIN_SPREAD if min_spread is None else min_spread
-    return DenseBackground(middle, max(deviation, floor * sample.pair_spread, least), sample.rows)
+    return DenseBackground(middle, max(deviation, min_spread), sample.rows)
 
 
 def dense_search(

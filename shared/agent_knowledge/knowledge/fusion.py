@@ -10,8 +10,8 @@ in every query and every KB before the two are combined:
   `E = clip((z - evidence_from) / (evidence_full - evidence_from), 0, 1)`: a nearest neighbour that
   does not stand out from the background is worth nothing, however high its raw cosine.
 
-The fused score is `L + w * E * (1 - L)`: dense evidence raises a document towards 1 by the share
-of the distance lexical evidence left. Consequences that the protocol relies on:
+The fused score is `L + w' * E * (1 - L)`: dense evidence raises a document towards 1 by the share
+of the distance lexical evidence left, with `w' = w * (1 - L_max) ** certainty` (`FusionWeights`). Consequences that the protocol relies on:
 
 - A document without lexical evidence scores at most `w` and is admitted only when its z stands
   `admit` above the noise expected of the KB's size (`expected_noise_max`): a query that matches
@@ -52,6 +52,10 @@ class FusionWeights:
     # How far above the noise of a KB's size (`expected_noise_max`) the z of a document without
     # lexical evidence must be for it to be a candidate at all.
     admit: float
+    # Lexical certainty: dense evidence is scaled by (1 - L_max) ** certainty, L_max the best lexical
+    # share of the query in the KB. A query whose words a document matches nearly in full (an
+    # identifier, an error code, a rare name) leaves little for the dense side to decide.
+    certainty: float = 0.0
 
     def __post_init__(self) -> None:
         if not 0.0 <= self.dense_weight <= 1.0:
@@ -110,6 +114,7 @@ def calibrated(
     best_share = max(shares.values(), default=0.0)
     zs = dict(dense)
     admission = weights.admit + expected_noise_max(rows)
+    dense_weight = weights.dense_weight * (1.0 - best_share) ** weights.certainty
     fused: list[Fused[Key]] = []
     for key, share in shares.items():
         if key in pending:
@@ -117,12 +122,17 @@ def calibrated(
         else:
             z = zs.get(key)
             evidence = weights.evidence(z) if z is not None else 0.0
-        added = weights.dense_weight * evidence * (1.0 - share)
+        added = dense_weight * evidence * (1.0 - share)
         fused.append(Fused(key, share + added, share, added))
-    for key, z in dense:
+    # Without a single query term in the KB, nothing is evidence: a query of random letters, or of
+    # words the KB never uses, still has nearest neighbours that stand out (a model maps unknown
+    # tokens to a few points; bench/README.md "Fusion": 40 % of the no-match queries of a Chinese
+    # manual set reached the admission z) — and a real question always shares some word with a
+    # KB that can answer it, in the KB's languages.
+    for key, z in dense if shares else ():
         if key in shares or key in pending or z < admission:
             continue
-        added = weights.dense_weight * weights.evidence(z)
+        added = dense_weight * weights.evidence(z)
         if added > 0.0:
             fused.append(Fused(key, added, 0.0, added))
     fused.sort(key=lambda item: item.score, reverse=True)  # stable: lexical order on ties
