@@ -4,7 +4,8 @@
     ├── KnowledgeError                 reported to an API caller (below)
     ├── DocumentRejected               a source cannot be ingested as given (ingest/content)
     │   ├── NotUtf8                    undeclared bytes that are not UTF-8
-    │   └── KnowledgeBaseMissing(kb_id)
+    │   ├── KnowledgeBaseMissing(kb_id)   (the KB's state, not the document's:
+    │   └── KnowledgeBaseDisabled(kb_id)   `kb sync` tries again once it is enabled)
     ├── MalformedMessage               a queue message that no retry can apply (ingest, index)
     ├── BodyMissing → BodyReplaced     a stored object is gone or replaced (repositories/bodies)
     ├── SourceTooLarge(size)           a source object over the ingest's limit (repositories/sources)
@@ -41,7 +42,7 @@ attributes are identifiers and times only, safe to log.
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Literal
 
 
 class AgentKnowledgeError(Exception):
@@ -204,6 +205,9 @@ class DocumentRejected(AgentKnowledgeError):
     document becomes `failed` with this message as the reason; nothing stored was changed."""
 
     default_message = "the document cannot be ingested"
+    # What failed: the document (it waits for a new version) or its KB's state (disabled, missing:
+    # the reconciler ingests it again once the KB is enabled). `DocumentRecord.error_cause`.
+    cause: ClassVar[Literal["document", "knowledge_base"]] = "document"
 
 
 class NotUtf8(DocumentRejected):
@@ -214,6 +218,15 @@ class NotUtf8(DocumentRejected):
 class KnowledgeBaseMissing(DocumentRejected):
     """The knowledge base a source or an index change names does not exist (or was deleted)."""
 
+    cause = "knowledge_base"
+    context_fields = ("kb_id",)
+    kb_id: str | None
+
+
+class KnowledgeBaseDisabled(DocumentRejected):
+    """The knowledge base a source names is disabled: its objects are not ingested until enabled."""
+
+    cause = "knowledge_base"
     context_fields = ("kb_id",)
     kb_id: str | None
 

@@ -118,6 +118,10 @@ class DocumentRecord(Record):
     title: str
     status: DocumentStatus
     error_reason: str | None = None
+    # Of a `failed` record: whether the document failed (it waits for a new version) or its KB's
+    # state did (disabled or missing: the reconciler ingests it again once the KB is enabled).
+    # None on records written before it was kept (they wait for a new version).
+    error_cause: Literal["document", "knowledge_base"] | None = None
     revision: str
 
     @field_validator("status", mode="before")

@@ -371,3 +371,45 @@ def test_the_local_schedule_invokes_the_reconciler_function_again_and_again(stac
         schedule.stop()
     assert schedule.runs >= 2
     assert stack.repositories.knowledge_bases.get("kb").last_sync is not None
+
+
+def test_documents_failed_by_a_disabled_or_missing_kb_are_ingested_by_kb_sync_once_it_is_enabled(stack, pipeline):
+    # Issue 35, finding 4: their failed records carry the objects' ETags, so nothing was ever
+    # requeued although `kb sync` on a disabled KB says "enable it first".
+    create_disabled_knowledge_base(stack, "off")
+    pipeline.put("off/doc.md", "# Off\n\nThe dormant dormouse.")
+    pipeline.put("off/empty.md", b"")  # fails for the KB's state first, then for its content
+    pipeline.put("gone/doc.md", "# Gone\n\nThe missing marmot.")  # a KB created later
+    pipeline.run()
+    assert listing(stack, "off")["doc.md"] == ("failed", "knowledge base 'off' is disabled")
+    gone = stack.repositories.documents.get("gone", document_id("doc.md"))  # no listing of a missing KB
+    assert (gone.status, gone.error_reason) == ("failed", "knowledge base 'gone' does not exist")
+    # Disabled still: the schedule skips the KB, and a reconcile of it requeues nothing.
+    assert reconcile_kb(deps_at(LATER), "off").requeued == 0
+
+    stack.repositories.knowledge_bases.set_enabled("off", True)
+    create_knowledge_base(stack.repositories, "gone")
+    # What `kb sync --wait` does (grace 0), then the pipeline runs.
+    reports = [reconcile_kb(deps_at(), kb_id, grace=0) for kb_id in ("off", "gone")]
+    assert [r.requeued for r in reports] == [2, 1] and [r.unblocked for r in reports] == [2, 1]
+    pipeline.run()
+    assert listing(stack, "off") == {"doc.md": ("ready", None), "empty.md": ("failed", "the object is empty")}
+    assert listing(stack, "gone") == {"doc.md": ("ready", None)}
+    assert search_titles(stack, ["off"], "dormouse") == ["Off"] and search_titles(stack, ["gone"], "marmot") == ["Gone"]
+    # The content failure waits for a new version: nothing more to send.
+    assert [reconcile_kb(deps_at(LATER), kb_id).requeued for kb_id in ("off", "gone")] == [0, 0]
+
+
+def test_the_scheduled_reconciler_ingests_documents_failed_by_a_disabled_kb_once_it_is_enabled(stack, pipeline):
+    create_disabled_knowledge_base(stack, "off")
+    pipeline.put("off/doc.md", "# Off\n\nThe sleepy sloth.")
+    pipeline.run()
+    stack.repositories.knowledge_bases.set_enabled("off", True)
+    handler = load_function("reconciler").lambda_handler
+    answer = handler(
+        load_event("reconciler-scheduled"), LambdaContext.for_function("ReconcilerFunction"), deps=deps_at()
+    )
+    assert [(report["kb_id"], report["requeued"]) for report in answer["reconciled"]] == [("off", 1)]
+    assert answer["reconciled"][0]["unblocked"] == 1
+    pipeline.run()
+    assert search_titles(stack, ["off"], "sloth") == ["Off"]

@@ -298,14 +298,22 @@ class Ingestor:
         self._recent.remember(repaired, [chunk.text for chunk in prepared.chunks])
         return IngestResult("updated", repaired)
 
-    def fail(self, kb_id: str, source_key: str, reason: str, source: SourceVersion | None = None) -> IngestResult:
-        """Record that the source could not be ingested: the document is `error` with the reason,
-        no longer served, and its removal from the index is pending if it was indexed."""
-        return self._replace_bodiless(kb_id, source_key, source, status="failed", reason=reason)
+    def fail(
+        self,
+        kb_id: str,
+        source_key: str,
+        reason: str,
+        source: SourceVersion | None = None,
+        cause: Literal["document", "knowledge_base"] = "document",
+    ) -> IngestResult:
+        """Record that the source could not be ingested: the document is `failed` with the reason
+        and its `cause` (`DocumentRejected.cause`), no longer served, and its removal from the index
+        is pending if it was indexed."""
+        return self._replace_bodiless(kb_id, source_key, source, status="failed", reason=reason, cause=cause)
 
     def remove(self, kb_id: str, source_key: str, source: SourceVersion) -> IngestResult:
         """Delete the document as of the event `source`: a tombstone that rejects older events."""
-        return self._replace_bodiless(kb_id, source_key, source, status="deleted", reason=None)
+        return self._replace_bodiless(kb_id, source_key, source, status="deleted", reason=None, cause=None)
 
     def _replace_bodiless(
         self,
@@ -315,6 +323,7 @@ class Ingestor:
         *,
         status: Literal["failed", "deleted"],
         reason: str | None,
+        cause: Literal["document", "knowledge_base"] | None,
     ) -> IngestResult:
         documents = self._repositories.documents
         doc_id = document_id(source_key)
@@ -328,6 +337,7 @@ class Ingestor:
                 and source.applied_to(existing)
                 and existing.status == status
                 and existing.error_reason == reason
+                and existing.error_cause == cause
             ):  # this very event, applied already (redelivered): nothing to write
                 return IngestResult("deleted" if status == "deleted" else "failed", existing)
             now = self._clock()
@@ -338,6 +348,7 @@ class Ingestor:
                 update={
                     "status": status,
                     "error_reason": reason,
+                    "error_cause": cause,
                     "write_id": _write_id(),
                     "index_pending_since": pending,
                     "ttl": int(now) + TOMBSTONE_TTL_SECONDS if status == "deleted" else None,

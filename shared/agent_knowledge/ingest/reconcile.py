@@ -7,12 +7,14 @@ reconciler compares the level instead — the bucket listing (key, ETag, LastMod
 KB's records (`DocumentRepository.states`, one projected Query) — and asks the ingest function to
 reconcile every key that does not match (`source_events.reconcile_notification`, on the source
 queue): an object with no record (or only a tombstone), an object whose record holds another ETag,
-a record stuck `pending` without an index mark (a placeholder left by a crash), and a record whose
-object is gone. The ingest reads the key's current object *then*: if there is one it is ingested
-(unchanged content is skipped), if there is none the document is deleted; each message carries the
-record's own sequencer, so it is never stale against the record it was about, yet stale against
-any newer event applied meanwhile. Index marks older than the grace period (an indexing request
-lost or dead-lettered) get one indexing request for the KB: the indexer publishes every mark.
+a record stuck `pending` without an index mark (a placeholder left by a crash), a record that
+failed only because its KB was disabled or missing (`error_cause`; the KB is enabled now: a content
+failure waits for a new version instead), and a record whose object is gone. The ingest reads the
+key's current object *then*: if there is one it is ingested (unchanged content is skipped), if
+there is none the document is deleted; each message carries the record's own sequencer, so it is
+never stale against the record it was about, yet stale against any newer event applied meanwhile.
+Index marks older than the grace period (an indexing request lost or dead-lettered) get one
+indexing request for the KB: the indexer publishes every mark.
 
 Changes younger than the grace period are left to their events (still in flight) on the schedule;
 `kb sync` passes `grace=0` and sends everything that does not match now. Nothing here writes a
@@ -35,6 +37,7 @@ from agent_knowledge.errors import ConfigurationError, KnowledgeError, Knowledge
 from agent_knowledge.index.versions import current_versions, versions_of
 from agent_knowledge.ingest.source_events import reconcile_notification
 from agent_knowledge.ingest.status import GRACE_SECONDS, current_manifest, iso_utc, source_key_of
+from agent_knowledge.records import KnowledgeBaseRecord
 from agent_knowledge.repositories.documents import DocumentState
 from agent_knowledge.repositories.queues import IndexMessage, SourceQueue
 from agent_knowledge.repositories.sources import ListedObject
@@ -50,7 +53,7 @@ MAX_INDEX_DOC_IDS = 1000
 # The scheduled run stops starting KBs when less than this remains of the invocation.
 TIME_MARGIN_SECONDS = 60.0
 
-Reason = Literal["missing", "outdated", "stuck", "orphaned"]
+Reason = Literal["missing", "outdated", "stuck", "unblocked", "orphaned"]
 
 
 @dataclass(frozen=True)
@@ -73,9 +76,16 @@ class Comparison:
 
 
 def compare(
-    kb_id: str, objects: Iterable[ListedObject], records: Iterable[DocumentState], *, now: float, grace: float
+    kb_id: str,
+    objects: Iterable[ListedObject],
+    records: Iterable[DocumentState],
+    *,
+    now: float,
+    grace: float,
+    enabled: bool = True,
 ) -> Comparison:
-    """What does not match between the KB's objects and its records (pure: no I/O)."""
+    """What does not match between the KB's objects and its records (pure: no I/O). `enabled`: the
+    KB is enabled, so documents that failed because it was not are ingested again."""
     listed: dict[str, ListedObject] = {}
     for item in objects:
         source_key = source_key_of(kb_id, item.key)
@@ -94,6 +104,8 @@ def compare(
                 found.mismatches.append(Mismatch(source_key, "outdated", _sequencer(record)))
         elif record.status == "pending" and record.index_pending_since is None and now - record.updated_at >= grace:
             found.mismatches.append(Mismatch(source_key, "stuck", _sequencer(record)))
+        elif enabled and record.status == "failed" and record.error_cause == "knowledge_base":
+            found.mismatches.append(Mismatch(source_key, "unblocked", _sequencer(record)))
     for record in by_key.values():
         # Records no S3 event ever set (stored directly: the demo seed, a stack without a bucket)
         # are not the bucket's to delete.
@@ -119,10 +131,12 @@ class SyncReport(BaseModel):
     kb_id: str
     objects: int  # document objects under `<kb_id>/` in the sources bucket
     documents: int  # the KB's document records (tombstones not counted)
-    requeued: int  # keys sent to the ingest to reconcile: the four below
+    requeued: int  # keys sent to the ingest to reconcile: the five below
     missing: int  # objects without a record: their event never reached the ingest
     outdated: int  # objects whose record holds another version (ETag)
     stuck: int  # records left `pending` without an index mark (a crashed ingest)
+    # records that failed only because the KB was disabled or missing (it is enabled now)
+    unblocked: int
     orphaned: int  # records whose object is gone (the ingest deletes them after checking again)
     index_requested: bool  # an indexing request for changes whose own was lost
     last_sync: str  # when the comparison began (ISO-8601 UTC), also the KB record's `last_sync`
@@ -139,10 +153,11 @@ def reconcile_kb(deps: PipelineDependencies, kb_id: str, *, grace: float = GRACE
         reading = pool.submit(lambda: list(deps.repositories.documents.states(kb_id)))
         objects = list(deps.sources.list_objects(f"{kb_id}/"))
         records = reading.result()
-    found = compare(kb_id, objects, records, now=now, grace=grace)
+    kb = deps.repositories.knowledge_bases.get(kb_id)
+    found = compare(kb_id, objects, records, now=now, grace=grace, enabled=kb is not None and kb.enabled)
     _send(source_queue, deps.sources.bucket, kb_id, found.mismatches)
     stalled = sorted(found.stalled)
-    if _index_written_by_another_version(deps, kb_id) and records and not stalled:
+    if _index_written_by_another_version(deps, kb) and records and not stalled:
         # Any indexing request rebuilds an index this code cannot read (index/update.py): one
         # document id is enough to ask for it, and searching the KB works again after it.
         stalled = [records[0].doc_id]
@@ -161,6 +176,7 @@ def reconcile_kb(deps: PipelineDependencies, kb_id: str, *, grace: float = GRACE
         missing=found.count("missing"),
         outdated=found.count("outdated"),
         stuck=found.count("stuck"),
+        unblocked=found.count("unblocked"),
         orphaned=found.count("orphaned"),
         index_requested=bool(stalled),
         last_sync=iso_utc(now),
@@ -170,12 +186,11 @@ def reconcile_kb(deps: PipelineDependencies, kb_id: str, *, grace: float = GRACE
     return report
 
 
-def _index_written_by_another_version(deps: PipelineDependencies, kb_id: str) -> bool:
+def _index_written_by_another_version(deps: PipelineDependencies, kb: KnowledgeBaseRecord | None) -> bool:
     """Whether the KB's current index generation was written in another index format, schema or
     tantivy version (an upgrade changed it): searches cannot read it until it is rebuilt. One small
     GET of the current manifest per KB and run; the search engine is not loaded for it. A manifest
     missing, unreachable or corrupt is left to the indexer, which rebuilds it on its next change."""
-    kb = deps.repositories.knowledge_bases.get(kb_id)
     data = None if kb is None else current_manifest(deps.repositories, kb)
     try:
         manifest = json.loads(data) if data is not None else None

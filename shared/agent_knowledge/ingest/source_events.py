@@ -18,7 +18,7 @@ from email.message import Message
 from typing import Any, Literal
 from urllib.parse import quote_plus, unquote_plus
 
-from agent_knowledge.errors import DocumentRejected, MalformedMessage, NotUtf8
+from agent_knowledge.errors import DocumentRejected, KnowledgeBaseDisabled, MalformedMessage, NotUtf8
 from agent_knowledge.ingest.binary_formats import BINARY_MEDIA_TYPES, MAX_BINARY_SOURCE_BYTES
 from agent_knowledge.ingest.content import MAX_BODY_BYTES, MEDIA_TYPES, USE_TEXT_ENCODING, text_codec
 from agent_knowledge.ingest.ingestor import Ingestor, IngestResult, SourceVersion
@@ -212,7 +212,7 @@ class SourceIngest:
             try:
                 result = self._put(event, version_id, source)
             except DocumentRejected as exc:
-                result = self._ingestor.fail(event.kb_id, event.source_key, exc.message, source)
+                result = self._ingestor.fail(event.kb_id, event.source_key, exc.message, source, exc.cause)
         if result is not None:
             # A failed document's reason is the DocumentRejected message: never a body or a token.
             reason = {"reason": result.document.error_reason} if result.outcome == "failed" else {}
@@ -225,7 +225,7 @@ class SourceIngest:
     def _put(self, event: SourceEvent, version_id: str | None, source: SourceVersion) -> IngestResult | None:
         kb = self._ingestor.knowledge_base(event.kb_id)
         if not kb.enabled:
-            raise DocumentRejected(f"knowledge base {event.kb_id!r} is disabled")
+            raise KnowledgeBaseDisabled(f"knowledge base {event.kb_id!r} is disabled", kb_id=event.kb_id)
         # The key's suffix gives the type's size limit; without one, the Content-Type will tell.
         limit = max_source_bytes(media_type_of(event.source_key))
         if event.kind == "put":  # a reconcile has no size: it is checked on reading

@@ -58,6 +58,7 @@ class DocumentState:
     index_pending_since: float | None
     updated_at: int
     write_id: str
+    error_cause: str | None = None  # of a failed record (`DocumentRecord.error_cause`)
 
 
 STATE_ATTRIBUTES = tuple(DocumentState.__dataclass_fields__)
@@ -143,6 +144,7 @@ class DocumentRepository:
                 index_pending_since=float(pending) if pending is not None else None,
                 updated_at=int(item.get("updated_at") or 0),
                 write_id=str(item.get("write_id") or ""),
+                error_cause=item.get("error_cause"),
             )
 
     def pending(self, kb_id: str) -> builtins.list[PendingChange]:
