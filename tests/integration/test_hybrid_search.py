@@ -114,7 +114,14 @@ def test_a_paraphrase_is_found_only_through_its_meaning(stack, ingestor, embedde
     assert 0.0 < best.score <= 1.0
 
 
-def test_a_chinese_question_finds_an_english_document(stack, ingestor, embedder):
+def test_a_chinese_question_finds_an_english_document_in_a_kb_that_speaks_chinese(stack, ingestor, embedder):
+    # A KB none of whose words the query uses answers nothing, however near the nearest neighbour
+    # looks (no match, no hints): an English-only KB for a Chinese question.
+    embed_unembedded(stack.repositories, "kb", embedder)
+    assert titles(search(stack, ["kb"], CROSS_LINGUAL)) == []
+    # Once the KB holds Chinese pages too (so the question shares words with it), the English page
+    # that answers it comes first on its meaning.
+    ingestor.put("kb", "leave-zh.md", "请假", "# 请假\n\n怎么申请年假：在系统里提交申请，由经理批准。")
     embed_unembedded(stack.repositories, "kb", embedder)
     assert titles(search(stack, ["kb"], CROSS_LINGUAL))[0] == "Changing a flat tyre"
 
