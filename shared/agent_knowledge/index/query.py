@@ -190,7 +190,8 @@ def retrieve(
             continue
         assert record is not None
         # The same page stored twice (as .html and .docx, or in two KBs) would take two hints.
-        if key in seen or record.body_sha256 in bodies_seen or len(found) >= wanted:
+        duplicate = bool(record.body_sha256) and record.body_sha256 in bodies_seen
+        if key in seen or duplicate or len(found) >= wanted:
             continue
         hit = candidate.hit
         text = hit.text
