@@ -26,9 +26,10 @@ LOCAL_PARAMETERS = {
     "EmbeddingModelId": "",
     "EmbeddingDimensions": "",
 }
-# What `serve --embedding-provider` may choose: moto serves no Bedrock, so `none` (lexical only,
-# e.g. to measure the lexical pipeline alone) is the one alternative to the local model.
-LOCAL_EMBEDDING_PROVIDERS = ("local", "none")
+# What `serve --embedding-provider` may choose: moto serves no Bedrock, so the alternatives to the
+# local model are `local-e5` (multilingual-e5-small, the `e5` extra: embedding/e5.py) and `none`
+# (lexical only, e.g. to measure the lexical pipeline alone).
+LOCAL_EMBEDDING_PROVIDERS = ("local", "local-e5", "none")
 
 
 def table_name(logical_id: str) -> str:

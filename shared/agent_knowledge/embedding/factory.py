@@ -21,16 +21,24 @@ def _local_embedder() -> Embedder:
     return LocalEmbedder()
 
 
+@functools.cache
+def _e5_embedder() -> Embedder:
+    """One multilingual-e5-small per process, as `_local_embedder` (~1 s of CPU to load)."""
+    from agent_knowledge.embedding.e5 import E5Embedder
+
+    return E5Embedder()
+
+
 def make_embedder(settings: EmbeddingSettings, bedrock_client: Callable[[], Any] | None = None) -> Embedder | None:
     """The embedder of `settings`, or None for `none` (lexical only). `bedrock_client` returns the
     bedrock-runtime client; by default the container's shared one (created on first call)."""
     if settings.provider == "none":
         return None
-    if settings.provider == "local":
-        embedder = _local_embedder()
+    if settings.provider in ("local", "local-e5"):
+        embedder = _local_embedder() if settings.provider == "local" else _e5_embedder()
         if settings.model_id and settings.model_id != embedder.model_id:
             raise ConfigurationError(
-                f"EMBEDDING_MODEL_ID={settings.model_id} is not the local model ({embedder.model_id})"
+                f"EMBEDDING_MODEL_ID={settings.model_id} is not the {settings.provider} model ({embedder.model_id})"
             )
         return embedder
     from agent_knowledge.embedding.bedrock import BedrockEmbedder
@@ -60,4 +68,8 @@ def configured_vector_space() -> str:
         from agent_knowledge.embedding.local import local_model_id
 
         return space_of(local_model_id(), settings.resolved_dimensions)
+    if settings.provider == "local-e5":
+        from agent_knowledge.embedding.e5 import e5_model_id
+
+        return space_of(e5_model_id(), settings.resolved_dimensions)
     return space_of(settings.resolved_model_id, settings.resolved_dimensions)

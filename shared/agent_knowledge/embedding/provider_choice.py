@@ -1,10 +1,12 @@
 """Which embedding provider a stack uses, from environment variables read once per container.
 
-EMBEDDING_PROVIDER     local | bedrock | none (lexical only; the default when unset — the template
-                       sets bedrock, `make serve` and the tests local)
-EMBEDDING_MODEL_ID     bedrock: the model id (default Titan Text Embeddings v2); local: must be
-                       empty or the bundled model's id
-EMBEDDING_DIMENSIONS   bedrock: 256, 512 or 1024 (Titan v2's choices; default 1024); local: 512
+EMBEDDING_PROVIDER     local | local-e5 | bedrock | none (lexical only; the default when unset — the
+                       template sets bedrock, `make serve` and the tests local; local-e5 is
+                       multilingual-e5-small, opt-in and local only: embedding/e5.py)
+EMBEDDING_MODEL_ID     bedrock: the model id (default Titan Text Embeddings v2); local, local-e5:
+                       must be empty or the bundled model's id
+EMBEDDING_DIMENSIONS   bedrock: 256, 512 or 1024 (Titan v2's choices; default 1024); local: 512;
+                       local-e5: 384
 """
 
 from __future__ import annotations
@@ -17,11 +19,12 @@ from pydantic import BaseModel, ConfigDict, ValidationError, model_validator
 
 from agent_knowledge.errors import ConfigurationError
 
-Provider = Literal["local", "bedrock", "none"]
+Provider = Literal["local", "local-e5", "bedrock", "none"]
 
 TITAN_V2_MODEL_ID = "amazon.titan-embed-text-v2:0"
 TITAN_V2_DIMENSIONS = (256, 512, 1024)
 LOCAL_DIMENSIONS = 512
+E5_DIMENSIONS = 384
 
 ENVIRONMENT = {
     "provider": "EMBEDDING_PROVIDER",
@@ -44,6 +47,8 @@ class EmbeddingSettings(BaseModel):
                 raise ValueError(f"Titan Text Embeddings v2 gives 256, 512 or 1024 dimensions, not {self.dimensions}")
         if self.provider == "local" and self.dimensions not in (None, LOCAL_DIMENSIONS):
             raise ValueError(f"the local model gives {LOCAL_DIMENSIONS} dimensions, not {self.dimensions}")
+        if self.provider == "local-e5" and self.dimensions not in (None, E5_DIMENSIONS):
+            raise ValueError(f"multilingual-e5-small gives {E5_DIMENSIONS} dimensions, not {self.dimensions}")
         return self
 
     @property
@@ -56,6 +61,8 @@ class EmbeddingSettings(BaseModel):
     def resolved_dimensions(self) -> int:
         if self.provider == "local":
             return LOCAL_DIMENSIONS
+        if self.provider == "local-e5":
+            return E5_DIMENSIONS
         return self.dimensions or max(TITAN_V2_DIMENSIONS)
 
 
