@@ -5,21 +5,13 @@ Origins a browser may call it from: `agent_knowledge.mcp.origins` (`MCP_ALLOWED_
 
 from __future__ import annotations
 
-from typing import Any
-
 from agent_knowledge.identity.run_access import authorize_run
 from agent_knowledge.knowledge.read import read_ahead, read_knowledge
 from agent_knowledge.knowledge.search import search_ahead, search_knowledge
 from agent_knowledge.mcp.origins import configured_origins
-from agent_knowledge.mcp.stateless_server import (
-    StatelessServer,
-    Tool,
-    as_route_body,
-    method_not_allowed,
-    register_mcp_error_handlers,
-)
+from agent_knowledge.mcp.stateless_server import StatelessServer, Tool, method_not_allowed, register_mcp_error_handlers
 from agent_knowledge.mcp.tool_catalog import READ, SEARCH
-from agent_knowledge.models import ReadRequest, ReadResponse, SearchRequest, SearchResponse
+from agent_knowledge.models import ParsedBody, ReadRequest, ReadResponse, SearchRequest, SearchResponse
 from agent_knowledge.runtime.entry_point import ApiRequest, api_entry_point, current_request
 from agent_knowledge.runtime.http import Response, create_app
 
@@ -29,9 +21,10 @@ app = create_app()
 register_mcp_error_handlers(app)
 
 
-def knowledge_search(request: ApiRequest, route: str, arguments: dict[str, Any]) -> SearchResponse:
-    """What functions/search/app.py does, the tool's arguments being the request body."""
-    ahead = search_ahead(as_route_body(arguments, SearchRequest))
+def knowledge_search(request: ApiRequest, route: str, body: ParsedBody[SearchRequest]) -> SearchResponse:
+    """What functions/search/app.py does, the tool's arguments being the request body (parsed by the
+    search route's own rules: `stateless_server.as_route_body`)."""
+    ahead = search_ahead(body)
     workspace = request.open_workspace(route, run_id=ahead.run_id, after_session=ahead.embed_query)
     query = ahead.body.get()
     deps = request.deps
@@ -39,9 +32,9 @@ def knowledge_search(request: ApiRequest, route: str, arguments: dict[str, Any])
     return search_knowledge(deps, workspace, query.query, query.limit, run, ahead).response
 
 
-def knowledge_read(request: ApiRequest, route: str, arguments: dict[str, Any]) -> ReadResponse:
-    """What functions/read/app.py does, the tool's arguments being the request body."""
-    body = as_route_body(arguments, ReadRequest)
+def knowledge_read(request: ApiRequest, route: str, body: ParsedBody[ReadRequest]) -> ReadResponse:
+    """What functions/read/app.py does, the tool's arguments being the request body (parsed by the
+    read route's own rules)."""
     ahead = read_ahead(request.deps, body)
     workspace = request.open_workspace(
         route, run_id=ahead.run_id, document=ahead.document_key, after_session=ahead.fetch_body
@@ -55,8 +48,8 @@ def mcp(route: str) -> Response:
     server = StatelessServer(
         route,
         [
-            Tool(SEARCH, SearchResponse, lambda arguments: knowledge_search(request, route, arguments)),
-            Tool(READ, ReadResponse, lambda arguments: knowledge_read(request, route, arguments)),
+            Tool(SEARCH, SearchRequest, SearchResponse, lambda body: knowledge_search(request, route, body)),
+            Tool(READ, ReadRequest, ReadResponse, lambda body: knowledge_read(request, route, body)),
         ],
         allowed_origins=configured_origins(),
     )

@@ -5,7 +5,9 @@ way around a check: duplicate object keys (the last one silently wins, so `{"ref
 "ref": "<real>"}` read a document), `NaN`/`Infinity` and numbers that overflow to infinity, and
 `\\ud800`-style escapes that decode to lone surrogates, which are not Unicode text and fail later
 when the string is encoded (a 500). `loads` refuses all of them with `JsonRejected`, whose message
-names the problem and never repeats request content.
+names the problem and never repeats request content; so too an integer of more than
+`MAX_INTEGER_DIGITS` digits, which Python refuses past 4,300 digits with a plain ValueError
+(read as "not JSON").
 
 `check_tree` walks an already-parsed value without recursion, so a hostile nesting depth costs a
 bounded loop, not the interpreter's stack. Pure: no AWS, no HTTP.
@@ -22,6 +24,9 @@ from agent_knowledge.limits import REQUEST_MAX_DEPTH
 
 # Deeper than any endpoint's own schema (the turns page_context has its own, smaller bound).
 MAX_DEPTH = REQUEST_MAX_DEPTH
+# Longer than any integer the protocol or JSON-RPC uses (a uint64 has 20 digits): a number of more
+# digits is refused by name, not as "not JSON".
+MAX_INTEGER_DIGITS = 100
 
 
 def _pairs_to_object(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
@@ -38,12 +43,22 @@ def _finite_float(text: str) -> float:
     return value
 
 
+def _bounded_int(text: str) -> int:
+    # Python's int() refuses more than 4,300 digits with a ValueError callers took for "not JSON".
+    if len(text.lstrip("-")) > MAX_INTEGER_DIGITS:
+        raise JsonRejected(f"request body: an integer of more than {MAX_INTEGER_DIGITS} digits")
+    return int(text)
+
+
 def _reject_constant(_: str) -> Any:
     raise JsonRejected("request body: NaN and Infinity are not JSON numbers")
 
 
 _decoder = json.JSONDecoder(
-    object_pairs_hook=_pairs_to_object, parse_float=_finite_float, parse_constant=_reject_constant
+    object_pairs_hook=_pairs_to_object,
+    parse_float=_finite_float,
+    parse_int=_bounded_int,
+    parse_constant=_reject_constant,
 )
 
 

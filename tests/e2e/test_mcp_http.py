@@ -172,7 +172,7 @@ def test_bad_refs_and_arguments_are_tool_errors_naming_the_code(local_api: Serve
     expected = {
         "garbage": "Error executing tool knowledge_read: knowledge_reference_invalid (HTTP 400): ",
         "blank": "Error executing tool knowledge_search: invalid_request (HTTP 400): query: ",
-        "limit": "Error executing tool knowledge_search: invalid_request: limit: ",  # the tool's schema
+        "limit": "Error executing tool knowledge_search: invalid_request (HTTP 400): limit: ",  # the route's rules
         "run": "Error executing tool knowledge_search: run_not_found (HTTP 404): ",
     }
     for name, start in expected.items():

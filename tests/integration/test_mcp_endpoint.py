@@ -75,3 +75,58 @@ def test_get_and_delete_are_405(call, method: str) -> None:  # type: ignore[no-u
     result = call("mcp", event)
 
     assert result.status == 405 and result.headers["Allow"] == "POST"
+
+
+@pytest.mark.parametrize(
+    ("tool", "route_event", "arguments"),
+    [
+        ("knowledge_search", "search-english-query", {"query": "vacation", "limit": "2"}),
+        ("knowledge_search", "search-english-query", {"query": "vacation", "limit": True}),
+        ("knowledge_search", "search-english-query", {"query": "vacation", "limit": 2.0}),
+        ("knowledge_search", "search-english-query", {"query": "vacation", "colour": "red"}),
+        ("knowledge_search", "search-english-query", {"query": "vacation", "limit": None}),
+        ("knowledge_read", "read-first-page", {"ref": "x", "max_bytes": "4096"}),
+        ("knowledge_read", "read-first-page", {"ref": "x", "page": 2}),
+    ],
+)
+def test_tool_arguments_are_parsed_by_the_routes_own_rules(call, tool: str, route_event: str, arguments) -> None:  # type: ignore[no-untyped-def]
+    # Issue 35, finding 5: these ran through MCP (coerced, or the unknown key dropped) but were 400 on
+    # the plain route. The tool's refusal is the route's, word for word, as a tool error.
+    plain = call(route_event.split("-")[0], with_changes(load_event(route_event), body=arguments))
+    assert plain.status == 400 and plain.json()["error"] == "invalid_request"
+
+    result = call("mcp", tool_call(tool, arguments))
+
+    assert result.status == 200
+    answer = result.json()["result"]
+    assert answer["isError"] is True and "structuredContent" not in answer
+    (content,) = answer["content"]
+    assert content["text"].startswith(
+        f"Error executing tool {tool}: invalid_request (HTTP 400): {plain.json()['message']}."
+    )
+
+
+def test_tools_list_with_a_cursor_it_never_gave_is_invalid_params(call) -> None:  # type: ignore[no-untyped-def]
+    # Issue 35, finding 7: the list is one page (no nextCursor), so any cursor is invalid (-32602,
+    # as the MCP specification says of an invalid cursor); it returned the full list before.
+    listed = call("mcp", load_event("mcp-tools-list")).json()
+    assert "nextCursor" not in listed["result"]
+    message = {"jsonrpc": "2.0", "id": 7, "method": "tools/list", "params": {"cursor": "junk"}}
+
+    result = call("mcp", with_changes(load_event("mcp-tools-list"), body=message))
+
+    assert result.status == 200
+    assert result.json()["id"] == 7 and result.json()["error"]["code"] == -32602
+    assert "cursor" in result.json()["error"]["message"] and "result" not in result.json()
+
+
+def test_a_json_rpc_id_of_5000_digits_is_refused_for_what_it_is(call) -> None:  # type: ignore[no-untyped-def]
+    # Issue 35, finding 7: refused before as "the body is not UTF-8 JSON".
+    raw = '{"jsonrpc": "2.0", "id": ' + "7" * 5000 + ', "method": "ping"}'
+
+    result = call("mcp", with_changes(load_event("mcp-tools-list"), raw_body=raw))
+
+    assert result.status == 400
+    error = result.json()["error"]
+    assert error["code"] == -32700 and result.json()["id"] is None
+    assert error["message"] == "Parse error: request body: an integer of more than 100 digits"

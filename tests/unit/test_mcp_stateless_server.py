@@ -23,6 +23,7 @@ from agent_knowledge.mcp.stateless_server import (
     method_not_allowed,
 )
 from agent_knowledge.mcp.tool_catalog import GUIDANCE, READ, SEARCH
+from agent_knowledge.models import ParsedBody, ReadRequest, SearchRequest
 from agent_knowledge.runtime.http import Response
 
 
@@ -44,7 +45,8 @@ class Calls:
             raise self.refuse
 
     def tool(self, name: str):  # type: ignore[no-untyped-def]
-        def run(arguments: dict[str, Any]) -> Answer:
+        def run(body: ParsedBody[Any]) -> Answer:
+            arguments = body.get().model_dump(exclude_unset=True)  # the route's request model
             self.runs.append((name, arguments))
             if self.refuse is not None:
                 raise self.refuse
@@ -69,7 +71,10 @@ def post(calls: Calls, body: Any, *, raw: str | None = None, **headers: str) -> 
     }
     server = StatelessServer(
         "demo",
-        [Tool(SEARCH, Answer, calls.tool(SEARCH.name)), Tool(READ, Answer, calls.tool(READ.name))],
+        [
+            Tool(SEARCH, SearchRequest, Answer, calls.tool(SEARCH.name)),
+            Tool(READ, ReadRequest, Answer, calls.tool(READ.name)),
+        ],
         allowed_origins={"http://127.0.0.1:3000"},
     )
     return server.answer(event, calls.authenticate)
@@ -191,7 +196,7 @@ def test_unknown_methods_tools_and_arguments(calls: Calls) -> None:
     assert not_an_object["error"]["code"] == INVALID_PARAMS
     text = refused["result"]["content"][0]["text"]
     assert refused["result"]["isError"] is True
-    assert text.startswith("Error executing tool knowledge_search: invalid_request: limit: ")
+    assert text.startswith("Error executing tool knowledge_search: invalid_request (HTTP 400): limit: ")
     assert text.endswith(f"What to do: {GUIDANCE['invalid_request']}")
     assert calls.runs == [] and calls.authenticated == 4
 

@@ -89,3 +89,11 @@ def test_messages_never_repeat_content():
         with pytest.raises(JsonRejected) as raised:
             loads(text)
         assert secret not in str(raised.value)
+
+
+def test_an_integer_of_more_than_100_digits_is_refused_by_name():
+    # Python's int() refuses more than 4,300 digits with a plain ValueError, taken for "not JSON".
+    assert loads("[" + "9" * 100 + ", -" + "9" * 100 + "]") == [int("9" * 100), -int("9" * 100)]
+    for text in ("1" * 101, "-" + "1" * 101, '{"id": ' + "7" * 5000 + "}"):
+        with pytest.raises(JsonRejected, match="an integer of more than 100 digits"):
+            loads(text)

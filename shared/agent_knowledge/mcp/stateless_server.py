@@ -11,9 +11,10 @@ what the search and read functions import anyway; measured in docs/DESIGN.md §1
 endpoint without server-to-client messages needs is one POST, one JSON-RPC message, one JSON answer:
 
 - `initialize` (the protocol version the client asks for if it is one of `PROTOCOL_VERSIONS`,
-  else the latest), `ping`, `tools/list`, `tools/call`; notifications and responses → 202 with no
-  body; any other method → -32601. No session: no `Mcp-Session-Id` is issued and one that is sent
-  is ignored; GET (no server-sent stream) and DELETE (no session to end) → 405.
+  else the latest), `ping`, `tools/list` (one page, so any `cursor` is invalid: -32602),
+  `tools/call`; notifications and responses → 202 with no body; any other method → -32601. No
+  session: no `Mcp-Session-Id` is issued and one that is sent is ignored; GET (no server-sent
+  stream) and DELETE (no session to end) → 405.
 - A batch (a JSON array, allowed by 2025-03-26 only) → 400, -32600.
 
 What a POST goes through, in this order:
@@ -29,7 +30,12 @@ What a POST goes through, in this order:
    -32600, 400).
 4. The method.
 
-A tool's result is the protocol's own JSON answer: its exact bytes (`wire`, within the protocol's
+A tool's arguments are the JSON body of the knowledge route the tool stands for, parsed by that
+route's own request model and rules (`as_route_body`: strict types, unknown fields refused, the
+same messages), once, before the call runs; arguments the route would refuse are a tool error
+(`isError: true`, `invalid_request`) as the specification asks of input validation (2025-11-25),
+an unknown tool or `arguments` that are no object -32602. A tool's result is the protocol's own
+JSON answer: its exact bytes (`wire`, within the protocol's
 byte budgets) as the text content, the same object as `structuredContent`. A protocol error of
 the call — `knowledge_reference_expired`, `run_not_found`, `invalid_request`, … — is a tool
 error (`isError: true`) whose text names the code, its HTTP status and what to do
@@ -47,7 +53,7 @@ from dataclasses import dataclass
 from typing import Any, Final, TypeVar
 
 from aws_lambda_powertools.event_handler.api_gateway import APIGatewayHttpResolver
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel
 
 from agent_knowledge import errors, strict_json, wire
 from agent_knowledge.limits import REQUEST_MAX_BODY_BYTES
@@ -56,7 +62,6 @@ from agent_knowledge.mcp.tool_catalog import (
     READ_ONLY_ANNOTATIONS,
     SERVER_NAME,
     ToolSpec,
-    invalid_arguments_message,
     protocol_error_text,
     refused_tokens,
     server_instructions,
@@ -90,13 +95,14 @@ ModelT = TypeVar("ModelT", bound=BaseModel)
 
 @dataclass(frozen=True)
 class Tool:
-    """A tool this endpoint serves: its catalog entry, the model of its answer (whose JSON Schema
-    is the tool's `outputSchema`) and what runs it, given the validated arguments (those left
-    unset are absent)."""
+    """A tool this endpoint serves: its catalog entry, the request model of the route it stands for
+    (its arguments are that route's body: `as_route_body`), the model of its answer (whose JSON
+    Schema is the tool's `outputSchema`) and what runs it, given the parsed arguments."""
 
     spec: ToolSpec
+    request: type[BaseModel]
     answer: type[BaseModel]
-    run: Callable[[dict[str, Any]], BaseModel]
+    run: Callable[[ParsedBody[Any]], BaseModel]
 
 
 def as_route_body(arguments: dict[str, Any], model: type[ModelT]) -> ParsedBody[ModelT]:
@@ -121,6 +127,13 @@ def _result(request_id: Any, result: dict[str, Any]) -> dict[str, Any]:
 
 def _tool_failed(tool: str, text: str) -> dict[str, Any]:
     return {"content": [{"type": "text", "text": tool_error_text(tool, text)}], "isError": True}
+
+
+def _call_error_text(error: errors.KnowledgeError, message: str) -> str:
+    """A call's protocol error as the text of its tool error, logged as the routes log it."""
+    status = status_of(error)
+    _log(error, status)
+    return protocol_error_text(error.code, message, status)
 
 
 @dataclass(frozen=True)
@@ -228,8 +241,10 @@ def _parse(event: dict[str, Any]) -> tuple[dict[str, Any] | None, _Problem | Non
         message = strict_json.loads(data.decode("utf-8"))
     except strict_json.JsonRejected as error:
         return None, _Problem(400, PARSE_ERROR, f"Parse error: {error}")
-    except (UnicodeDecodeError, ValueError, RecursionError):
-        return None, _Problem(400, PARSE_ERROR, "Parse error: the body is not UTF-8 JSON")
+    except UnicodeDecodeError:
+        return None, _Problem(400, PARSE_ERROR, "Parse error: the body is not UTF-8")
+    except (ValueError, RecursionError):
+        return None, _Problem(400, PARSE_ERROR, "Parse error: the body is not JSON")
     if isinstance(message, list):
         return None, _Problem(400, INVALID_REQUEST, "Invalid Request: batches are not supported; send one message")
     if not isinstance(message, dict) or message.get("jsonrpc") != "2.0":
@@ -289,8 +304,8 @@ class StatelessServer:
             result = self._dispatch(message, headers)
         return json_response(200, result, headers)
 
-    def _well_formed_call(self, exchange: _Exchange) -> tuple[Tool, dict[str, Any], Any] | None:
-        """(tool, validated arguments, request id) when the POST is a tools/call that will run."""
+    def _well_formed_call(self, exchange: _Exchange) -> tuple[Tool, ParsedBody[Any], Any] | None:
+        """(tool, parsed arguments, request id) when the POST is a tools/call that will run."""
         message = exchange.message
         if exchange.problem is not None or message is None or message.get("method") != "tools/call":
             return None
@@ -299,29 +314,25 @@ class StatelessServer:
         tool, arguments = self._tool_and_arguments(message.get("params") or {})
         if tool is None or not isinstance(arguments, dict):
             return None
-        try:
-            validated = tool.spec.arguments_model().model_validate(arguments)
-        except ValidationError:
+        body = as_route_body(arguments, tool.request)
+        if body.model is None:
             return None
-        return tool, validated.model_dump(exclude_none=True), message["id"]
+        return tool, body, message["id"]
 
     def _tool_and_arguments(self, params: dict[str, Any]) -> tuple[Tool | None, Any]:
         name = params.get("name")
         return (self.tools.get(name) if isinstance(name, str) else None), params.get("arguments", {})
 
-    def _run(self, tool: Tool, arguments: dict[str, Any], request_id: Any) -> dict[str, Any]:
+    def _run(self, tool: Tool, body: ParsedBody[Any], request_id: Any) -> dict[str, Any]:
         try:
-            answer = tool.run(arguments)
+            answer = tool.run(body)
         except errors.AccessRefused:
             raise  # the bearer or the route: an HTTP error, as before any other call
         except errors.KnowledgeError as error:
-            status = status_of(error)
-            _log(error, status)
             message = error.message
             if isinstance(error, errors.ReferenceInvalid):
-                message = f"{message}; {refused_tokens(bool(arguments.get('cursor')))}"
-            text = protocol_error_text(error.code, message, status)
-            return _result(request_id, _tool_failed(tool.spec.name, text))
+                message = f"{message}; {refused_tokens(bool(getattr(body.model, 'cursor', None)))}"
+            return _result(request_id, _tool_failed(tool.spec.name, _call_error_text(error, message)))
         data = answer.wire() if hasattr(answer, "wire") else answer.model_dump(mode="json")
         content = [{"type": "text", "text": wire.dumps(data)}]
         return _result(request_id, {"content": content, "structuredContent": data, "isError": False})
@@ -336,23 +347,25 @@ class StatelessServer:
         if method == "ping":
             return _result(request_id, {})
         if method == "tools/list":
+            if params.get("cursor") is not None:  # the list is one page: no cursor was ever given out
+                return _error(request_id, INVALID_PARAMS, "Invalid params: unknown cursor (tools/list has one page)")
             return _result(request_id, {"tools": [self._describe(tool) for tool in self.tools.values()]})
         if method == "tools/call":
             return self._refused_call(request_id, params)
         return _error(request_id, METHOD_NOT_FOUND, "Method not found")
 
     def _refused_call(self, request_id: Any, params: dict[str, Any]) -> dict[str, Any]:
-        """A tools/call that did not run: no such tool, or arguments its schema refuses."""
+        """A tools/call that did not run: no such tool, or arguments its route refuses (the route's
+        own `invalid_request`, as a tool error: what the tool would answer had it run)."""
         tool, arguments = self._tool_and_arguments(params)
         if tool is None:
             return _error(request_id, INVALID_PARAMS, "Unknown tool", {"tools": list(self.tools)})
         if not isinstance(arguments, dict):
             return _error(request_id, INVALID_PARAMS, "Invalid params: arguments must be an object")
         try:
-            tool.spec.arguments_model().model_validate(arguments)
-        except ValidationError as error:
-            text = protocol_error_text("invalid_request", invalid_arguments_message(error))
-            return _result(request_id, _tool_failed(tool.spec.name, text))
+            as_route_body(arguments, tool.request).get()
+        except errors.InvalidRequest as error:
+            return _result(request_id, _tool_failed(tool.spec.name, _call_error_text(error, error.message)))
         raise AssertionError("a well-formed call runs")  # pragma: no cover
 
     def _initialize(self, version: str) -> dict[str, Any]:
