@@ -8,6 +8,7 @@ import re
 import secrets
 import time
 import uuid
+from typing import Literal
 
 from agent_knowledge.records import (
     AgentClientSettings,
@@ -114,18 +115,30 @@ def put_route(
 
 
 def create_knowledge_base(
-    repositories: Repositories, kb_id: str, name: str = "", enabled: bool = True
+    repositories: Repositories,
+    kb_id: str,
+    name: str = "",
+    enabled: bool = True,
+    default_access: Literal["route", "none"] = "route",
 ) -> KnowledgeBaseRecord:
     existing = repositories.knowledge_bases.get(kb_id)
     if existing is not None:
         return existing
-    record = KnowledgeBaseRecord(kb_id=kb_id, name=name or kb_id, enabled=enabled)
+    record = KnowledgeBaseRecord(kb_id=kb_id, name=name or kb_id, enabled=enabled, default_access=default_access)
     repositories.knowledge_bases.put(record)
     return record
 
 
 def set_knowledge_base_enabled(repositories: Repositories, kb_id: str, enabled: bool) -> KnowledgeBaseRecord:
     if not repositories.knowledge_bases.set_enabled(kb_id, enabled):
+        require_knowledge_base(repositories, kb_id)  # raises with the usual message
+    return require_knowledge_base(repositories, kb_id)
+
+
+def set_knowledge_base_default_access(
+    repositories: Repositories, kb_id: str, default_access: Literal["route", "none"]
+) -> KnowledgeBaseRecord:
+    if not repositories.knowledge_bases.set_default_access(kb_id, default_access):
         require_knowledge_base(repositories, kb_id)  # raises with the usual message
     return require_knowledge_base(repositories, kb_id)
 

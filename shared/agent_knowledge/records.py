@@ -90,6 +90,16 @@ class RouteRecord(Record):
     instructions: str = ""
 
 
+class DocumentAccess(Record):
+    """A document's access list, from its sidecar (`identity/document_access.py`): entries
+    `principal:<id>`, `role:<name>`, `tenant:<name>`, `everyone`; deny overrides allow."""
+
+    model_config = ConfigDict(extra="forbid", defer_build=True)
+
+    allow: list[str] = []
+    deny: list[str] = []
+
+
 class KnowledgeBaseRecord(Record):
     kb_id: str
     name: str = ""
@@ -101,6 +111,9 @@ class KnowledgeBaseRecord(Record):
     # When the reconciler last compared the KB's objects in the sources bucket with its documents
     # (epoch seconds; `ingest/reconcile.py`); None if it never did.
     last_sync: float | None = None
+    # Who sees a document without an access sidecar: every session of a route naming the KB
+    # (`route`), or nobody (`none`). `identity/document_access.py` (issue 33).
+    default_access: Literal["route", "none"] = "route"
 
 
 # `ready`: the body is stored and the record may be served (search and read check this, and the
@@ -155,6 +168,10 @@ class DocumentRecord(Record):
     source_etag: str | None = None
     # Epoch seconds after which DynamoDB may remove the item (tombstones only).
     ttl: int | None = None
+    # The access list of the document's sidecar (None: no sidecar, the KB's `default_access`), and
+    # the sidecar object's ETag (unquoted) when it was read: the reconciler compares it.
+    access: DocumentAccess | None = None
+    access_etag: str | None = None
 
 
 RunState = Literal["preparing", "context_ready", "completed", "failed", "expired"]

@@ -91,7 +91,11 @@ def test_workspace_setup_and_session_lifecycle(run):
         "generation": 0,
         "index_manifests": [],
         "last_sync": None,
+        "default_access": "route",
     }
+    assert run("kb", "default-access", "policies", "none").json()["default_access"] == "none"
+    assert run("kb", "default-access", "policies", "route").json()["default_access"] == "route"
+    assert run("kb", "create", "secret", "--default-access", "none").json()["default_access"] == "none"
     route = run(
         "route", "put", "hr", "--kb", "policies", DEMO_KB, "--top-k", "5", "--min-score", "0.5", "--max-docs", "2"
     ).json()

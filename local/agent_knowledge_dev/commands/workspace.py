@@ -97,7 +97,19 @@ def _route_put(arguments: argparse.Namespace) -> int:
 def _kb_create_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("kb_id", metavar="KB_ID")
     parser.add_argument("--name", default="", help="display name (default: the id)")
+    _default_access_argument(parser, "--default-access", default="route")
     add_target_arguments(parser)
+
+
+def _default_access_argument(parser: argparse.ArgumentParser, name: str, default: str | None = None) -> None:
+    options: dict[str, Any] = {"default": default} if default else {}
+    parser.add_argument(
+        name,
+        choices=("route", "none"),
+        help="who sees a document without an access sidecar: every session of the route (route, "
+        "the default) or nobody (none)",
+        **options,
+    )
 
 
 def _kb_create(arguments: argparse.Namespace) -> int:
@@ -107,7 +119,25 @@ def _kb_create(arguments: argparse.Namespace) -> int:
     repositories = connect(arguments)
     if repositories.knowledge_bases.get(arguments.kb_id) is not None:
         note(f"knowledge base {arguments.kb_id!r} already exists; left as it is")
-    record = admin.create_knowledge_base(repositories, arguments.kb_id, name=arguments.name)
+    record = admin.create_knowledge_base(
+        repositories, arguments.kb_id, name=arguments.name, default_access=arguments.default_access
+    )
+    if record.default_access != arguments.default_access:
+        note(f"its default access stays {record.default_access!r}; change it with `kb default-access`")
+    print_json(record.model_dump(mode="json"))
+    return 0
+
+
+def _kb_default_access_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("kb_id", metavar="KB_ID")
+    _default_access_argument(parser, "default_access")
+    add_target_arguments(parser)
+
+
+def _kb_default_access(arguments: argparse.Namespace) -> int:
+    from agent_knowledge_dev import admin
+
+    record = admin.set_knowledge_base_default_access(connect(arguments), arguments.kb_id, arguments.default_access)
     print_json(record.model_dump(mode="json"))
     return 0
 
@@ -150,6 +180,12 @@ COMMANDS = [
             Command("create", "create a knowledge base (no-op if it exists)", _kb_create_arguments, _kb_create),
             Command("enable", "enable a knowledge base", _kb_id_arguments, _kb_setter(True)),
             Command("disable", "disable a knowledge base (no route can use it)", _kb_id_arguments, _kb_setter(False)),
+            Command(
+                "default-access",
+                "who sees documents without an access sidecar: route or none",
+                _kb_default_access_arguments,
+                _kb_default_access,
+            ),
             *documents.KB_COMMANDS,  # list, status, reindex, sync
         ],
     ),

@@ -18,6 +18,7 @@ from typing import TypedDict
 
 from agent_knowledge.errors import RunNotFound, Unauthorized, WorkspaceNotFound
 from agent_knowledge.identity.audience import admits
+from agent_knowledge.identity.document_access import Viewer
 from agent_knowledge.identity.scope import Scope, source_kb_ids
 from agent_knowledge.limits import RUN_ID_MAX_CHARS
 from agent_knowledge.records import (
@@ -63,6 +64,12 @@ class Caller:
     @property
     def on_behalf_of(self) -> str | None:
         return self.session.on_behalf_of
+
+    @property
+    def viewer(self) -> Viewer:
+        """Whose documents the caller may see (`identity/document_access`): the session's principal,
+        and the principal it acts on behalf of."""
+        return Viewer.of(self.session.principal, self.session.on_behalf_of)
 
 
 def bearer_token(authorization: str | None) -> str:

@@ -35,6 +35,8 @@ def _document(chunk: IndexedChunk) -> tantivy.Document:
             fields.CHUNK: chunk.text.encode("utf-8"),
         }
     )
+    for term in chunk.access:  # one raw term each: the search's access filter (issue 33)
+        document.add_text(fields.ACCESS, term)
     # Explicitly unsigned: keyword integers become i64, which a u64 fast field refuses.
     document.add_unsigned(fields.DOC_KEY, fields.doc_key(chunk.doc_id))
     document.add_unsigned(fields.CHUNK_INDEX, chunk.chunk_index)
@@ -57,7 +59,13 @@ def stored_chunk(stored: tantivy.Document) -> IndexedChunk:
         chunk_index=int(stored.get_first(fields.CHUNK_INDEX) or 0),
         digest=stored_digest(stored),
         text=bytes(stored.get_first(fields.CHUNK) or b"").decode("utf-8"),
+        access=stored_access(stored),
     )
+
+
+def stored_access(stored: tantivy.Document) -> tuple[str, ...]:
+    """The access terms a chunk was indexed with (empty: none, which no caller matches)."""
+    return tuple(str(term) for term in stored.to_dict().get(fields.ACCESS, ()))
 
 
 def add_chunks(writer: tantivy.IndexWriter, chunks: Iterable[IndexedChunk]) -> int:

@@ -12,7 +12,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 from agent_knowledge.index.chunks import IndexedChunk, chunk_digest
 from agent_knowledge.index.kb_index import KbIndex
-from agent_knowledge.index.recent_chunks import RecentChunks, verified
+from agent_knowledge.index.recent_chunks import RecentChunks, record_access_terms, verified
 from agent_knowledge.records import DocumentRecord
 from agent_knowledge.repositories.bodies import BodyMissing, BodyStore
 from agent_knowledge.runtime.observability import logger
@@ -38,11 +38,12 @@ ChunkSource = RecentChunks | PreviousIndex
 def chunks_from_body(record: DocumentRecord, body: bytes) -> list[IndexedChunk] | None:
     """The record's chunks cut from the body at its recorded offsets, if their digests match."""
     chunks: list[IndexedChunk] = []
+    access = record_access_terms(record)
     for index, ((start, end), digest) in enumerate(zip(record.chunk_offsets, record.chunk_digests, strict=True)):
         text = body[start:end].decode("utf-8", errors="strict")
         if chunk_digest(text) != digest:
             return None
-        chunks.append(IndexedChunk(record.doc_id, record.revision, index, digest, text))
+        chunks.append(IndexedChunk(record.doc_id, record.revision, index, digest, text, access))
     return chunks
 
 

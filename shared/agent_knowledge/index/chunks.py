@@ -22,3 +22,5 @@ class IndexedChunk:
     chunk_index: int
     digest: str
     text: str
+    # The document's access as index terms (`identity/document_access.index_terms`), on every chunk.
+    access: tuple[str, ...] = ()

@@ -20,6 +20,7 @@ from typing import Any
 
 import tantivy
 
+from agent_knowledge.identity.document_access import DefaultAccess, Viewer, index_filter_terms, visible_terms
 from agent_knowledge.index import schema as fields
 from agent_knowledge.index.analyzer import (
     QueryTokens,
@@ -28,7 +29,7 @@ from agent_knowledge.index.analyzer import (
     latin_candidates,
     stem_prefixes,
 )
-from agent_knowledge.index.builder import IndexedChunk, stored_chunk, stored_digest, stored_revision
+from agent_knowledge.index.builder import IndexedChunk, stored_access, stored_chunk, stored_digest, stored_revision
 
 
 @dataclass(frozen=True)
@@ -84,6 +85,29 @@ class AnalyzedQuery:
         return tuple(dict.fromkeys(text[start:end] for start, end in sorted(spans)))
 
 
+@dataclass(frozen=True)
+class AccessFilter:
+    """Who the search is for (`identity/document_access`): the KB's default and the viewer. Lexical
+    search applies it as index terms, before its top-k cut; dense hits by their documents' terms."""
+
+    default: DefaultAccess
+    viewer: Viewer
+
+    def admits(self, terms: Sequence[str]) -> bool:
+        return visible_terms(terms, self.default, self.viewer)
+
+    def query(self, schema: tantivy.Schema, search: tantivy.Query) -> tantivy.Query:
+        """`search` restricted to chunks the viewer may see; the filter adds nothing to the score."""
+        required, excluded = index_filter_terms(self.default, self.viewer)
+        clauses = [(tantivy.Occur.Must, search)]
+        for terms in required:
+            allowed = tantivy.Query.term_set_query(schema, fields.ACCESS, terms)
+            clauses.append((tantivy.Occur.Must, tantivy.Query.const_score_query(allowed, 0.0)))
+        if excluded:
+            clauses.append((tantivy.Occur.MustNot, tantivy.Query.term_set_query(schema, fields.ACCESS, excluded)))
+        return tantivy.Query.boolean_query(clauses)
+
+
 # Chunk hits read per wanted document, and the most read for one query.
 CHUNKS_PER_DOCUMENT = 3
 MAX_CHUNK_HITS = 2000
@@ -130,16 +154,20 @@ class KbIndex:
             self._idfs[(field, term)] = idf
         return idf
 
-    def best_per_document(self, query: AnalyzedQuery, top_k: int) -> list[IndexHit]:
+    def best_per_document(self, query: AnalyzedQuery, top_k: int, access: AccessFilter | None = None) -> list[IndexHit]:
         """The `top_k` best documents, each by its best chunk, best first. Chunk hits are read a
         page at a time (three per wanted document, then four times more) and grouped by the
-        `doc_key` fast field; only the chosen chunks are loaded."""
+        `doc_key` fast field; only the chosen chunks are loaded. With `access`, only chunks the
+        viewer may see are hits (the filter is part of the query: the top k are the best visible);
+        None: every document (the operator's tools)."""
         total = self.chunk_count
         if query.empty or total == 0 or top_k <= 0:
             return []
         terms = [(fields.TEXT, word) for word in query.words] + [(fields.UNIGRAMS, char) for char in query.unigrams]
         clauses = [(_SHOULD, tantivy.Query.term_query(self._schema, f, t)) for f, t in terms]
         search = tantivy.Query.boolean_query(clauses)
+        if access is not None:
+            search = access.query(self._schema, search)
         best: dict[int, tuple[float, tantivy.DocAddress]] = {}
         offset, page = 0, top_k * CHUNKS_PER_DOCUMENT
         while len(best) < top_k and offset < MAX_CHUNK_HITS:
@@ -184,6 +212,12 @@ class KbIndex:
             segment_id = self._segment_ids[address.segment_ord]
             located[segment_id] = located.get(segment_id, 0) + 1
         return located
+
+    def access_of(self, doc_id: str) -> tuple[str, ...] | None:
+        """The document's access terms as indexed (None: the index holds no chunk of it)."""
+        query = tantivy.Query.term_query(self._schema, fields.DOC_ID, doc_id)
+        hits = self._searcher.search(query, 1, count=False).hits
+        return stored_access(self._searcher.doc(hits[0][1])) if hits else None
 
     def chunk(self, doc_id: str, chunk_index: int) -> IndexedChunk | None:
         """One stored chunk of the document (a dense hit's text), or None if the index lacks it."""

@@ -3,21 +3,28 @@
 A KB whose served generation has vectors in the query's vector space is searched both ways and its
 candidates fused (`index/hybrid.py`); any other KB (lexical-only stack, vectors not there yet,
 another model) answers lexically as before. Dense hits are validated exactly like lexical ones.
+
+Document-level access (issue 33, `identity/document_access`): for a `viewer`, each KB's lexical
+search filters by the index's access terms inside the query, and its dense candidates by the same
+terms of their documents (more are asked for until enough are visible), both before the KB's top-k
+cut; then every candidate is checked against its current record's access and the KB's current
+default, so a change of access is effective for search as soon as it is for read.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Literal, Protocol
 
 from agent_knowledge.embedding.base import Embedder
 from agent_knowledge.errors import KnowledgeError, RerankFailed
+from agent_knowledge.identity.document_access import Viewer, visible
 from agent_knowledge.identity.scope import Scope
 from agent_knowledge.index.analyzer import query_tokens
 from agent_knowledge.index.hybrid import FUSION_DEPTH, fuse
-from agent_knowledge.index.kb_index import AnalyzedQuery, IndexHit, KbIndex
-from agent_knowledge.index.layout import IndexUnavailable
+from agent_knowledge.index.kb_index import AccessFilter, AnalyzedQuery, IndexHit, KbIndex
+from agent_knowledge.index.layout import IndexUnavailable, VectorFileCorrupt
 from agent_knowledge.index.query_vector import QueryVector, searchable
 from agent_knowledge.index.reader_cache import IndexCache, IndexObjects, ServedIndex, index_cache
 from agent_knowledge.knowledge.rerank import RERANK_CANDIDATES, Reranker
@@ -77,6 +84,8 @@ class _Candidate:
     hit: IndexHit | _FusedHit
 
 
+# A KB searched without its vectors (its vector file is damaged): no embedder, no dense side.
+LEXICAL_ONLY = QueryVector(None, "")
 # `retrieve`'s default: the container's configured embedder (EMBEDDING_PROVIDER).
 CONFIGURED: Literal["configured"] = "configured"
 
@@ -123,13 +132,16 @@ def retrieve(
     embedder: Embedder | None | Literal["configured"] = CONFIGURED,
     query_vector: QueryVector | None = None,
     reranker: Reranker | None | Literal["configured"] = CONFIGURED,
+    viewer: Viewer | None = None,
 ) -> RetrievalResult:
     """Search the scope's enabled KBs (`bodies` holds their index files), validate the hits against
     the current records in `documents`. `embedder` embeds the query for KBs with vectors (None:
     lexical only); a caller that started the query's embedding earlier (`query_vector_for`, to
     overlap it with the caller's identity reads) passes it as `query_vector` instead. `reranker`
     reorders the fused top RERANK_CANDIDATES before the cut to `max_docs` (default: the container's,
-    RERANK_MODEL_ID; None: off). Documents with the same body (digest) are one: the best-scoring."""
+    RERANK_MODEL_ID; None: off). Documents with the same body (digest) are one: the best-scoring.
+    `viewer`: who the search is for; only documents it may see are candidates (None: every
+    document, for the operator's own tools — `kb eval`, benchmarks — never a session's search)."""
     if reranker == CONFIGURED:
         from agent_knowledge.knowledge.rerank import configured_reranker
 
@@ -154,14 +166,26 @@ def retrieve(
         if reranker is not None:  # the reranker sees the fused top RERANK_CANDIDATES
             top_k = max(top_k, RERANK_CANDIDATES)
         try:
-            served = cache.serve(bodies, scope.knowledge_bases[kb_id])
-            hits = _kb_candidates(served, analyzed, query_vector, top_k, min_score) if served is not None else []
+            kb = scope.knowledge_bases[kb_id]
+            access = AccessFilter(kb.default_access, viewer) if viewer is not None else None
+            served = cache.serve(bodies, kb)
+            hits = _kb_candidates(served, analyzed, query_vector, top_k, min_score, access) if served else []
+        except VectorFileCorrupt as exc:
+            # A damaged vector file costs the KB its dense side only: its lexical index answers
+            # (status `partial`), and the indexer drops and re-embeds the file (index/vector_generation).
+            logger.warning("vector file unreadable: searched lexically", extra={"kb_id": kb_id, "error": str(exc)})
+            try:
+                hits = _kb_candidates(served, analyzed, LEXICAL_ONLY, top_k, min_score, access) if served else []
+            except (KnowledgeError, IndexUnavailable, BodyMissing, OSError, ValueError):
+                failed.append(kb_id)
+                continue
+            degraded.append(kb_id)
         except (KnowledgeError, IndexUnavailable, BodyMissing, OSError, ValueError) as exc:
             logger.warning("knowledge source failed", extra={"kb_id": kb_id, "error": type(exc).__name__})
             failed.append(kb_id)
             continue
         answered.append(kb_id)
-        if served is not None and served.stale:
+        if served is not None and served.stale and kb_id not in degraded:
             degraded.append(kb_id)
         candidates.extend(_Candidate(kb_id, hit) for hit in hits)
     candidates.sort(key=lambda candidate: candidate.hit.score, reverse=True)
@@ -189,6 +213,9 @@ def retrieve(
             stale += 1
             continue
         assert record is not None
+        default = scope.knowledge_bases[record.kb_id].default_access
+        if viewer is not None and not visible(record.access, default, viewer):
+            continue  # its access changed since the served index was written: not counted, not shown
         # The same page stored twice (as .html and .docx, or in two KBs) would take two hints.
         duplicate = bool(record.body_sha256) and record.body_sha256 in bodies_seen
         if key in seen or duplicate or len(found) >= wanted:
@@ -223,20 +250,36 @@ def _reranked(reranker: Reranker, query: str, found: list[RetrievedDocument], ma
 
 
 def _kb_candidates(
-    served: ServedIndex, analyzed: AnalyzedQuery, query_vector: QueryVector, top_k: int, min_score: float
+    served: ServedIndex,
+    analyzed: AnalyzedQuery,
+    query_vector: QueryVector,
+    top_k: int,
+    min_score: float,
+    access: AccessFilter | None = None,
 ) -> list[IndexHit] | list[_FusedHit]:
-    """The KB's `top_k` best documents: fused if its generation has vectors of the query's space."""
+    """The KB's `top_k` best documents (that `access` admits): fused if its generation has vectors
+    of the query's space."""
     vector = query_vector.get() if searchable(served.manifest, query_vector.space) else None
     if vector is None or served.manifest is None or served.directory is None:
-        return [hit for hit in served.index.best_per_document(analyzed, top_k) if hit.score >= min_score]
+        return [hit for hit in served.index.best_per_document(analyzed, top_k, access) if hit.score >= min_score]
     # Both retrievers propose FUSION_DEPTH documents, and the KB keeps its top_k fused ones.
     from agent_knowledge.index.dense import dense_search  # numpy: only for a KB with vectors (query_vector)
 
     depth = max(top_k, FUSION_DEPTH)
-    lexical = served.index.best_per_document(analyzed, depth)
-    dense = dense_search(
-        served.manifest, served.directory, vector, depth, lambda doc_id: _revision(served.index, doc_id)
-    )
+    lexical = served.index.best_per_document(analyzed, depth, access)
+    asked = depth
+    while True:
+        dense = dense_search(
+            served.manifest, served.directory, vector, asked, lambda doc_id: _revision(served.index, doc_id)
+        )
+        if access is None:
+            break
+        admitted = [hit for hit in dense.hits if _admitted(served.index, access, hit.doc_id)]
+        if len(admitted) >= depth or len(dense.hits) < asked or asked >= served.manifest.documents:
+            # The best `depth` visible documents: the filter comes before the cut, as lexically.
+            dense = replace(dense, hits=admitted[:depth])
+            break
+        asked *= 4
     fused: list[_FusedHit] = []
     for document in fuse(lexical, dense.hits, dense.background, top_k, min_score, served.manifest.unembedded):
         if document.lexical is not None:
@@ -255,6 +298,13 @@ def _kb_candidates(
                 )
             )  # fmt: skip
     return fused
+
+
+def _admitted(index: KbIndex, access: AccessFilter, doc_id: str) -> bool:
+    """Whether the viewer may see a dense hit's document, by its terms in the served index (a
+    document the index does not hold is not admitted)."""
+    terms = index.access_of(doc_id)
+    return terms is not None and access.admits(terms)
 
 
 def _revision(index: KbIndex, doc_id: str) -> str | None:

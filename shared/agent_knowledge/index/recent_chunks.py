@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import threading
 
+from agent_knowledge.identity.document_access import index_terms
 from agent_knowledge.index.chunks import IndexedChunk, chunk_digest
 from agent_knowledge.records import DocumentRecord
 
@@ -15,15 +16,23 @@ RECENT_CHUNKS_MAX_CHARS = 64 * 1024 * 1024
 
 
 def verified(record: DocumentRecord, chunks: list[IndexedChunk]) -> list[IndexedChunk] | None:
-    """`chunks` if they are exactly the record's (revision, order, digests of their texts), else None."""
+    """`chunks` if they are exactly the record's (revision, order, digests of their texts, access),
+    else None."""
     if len(chunks) != len(record.chunk_digests):
         return None
+    access = record_access_terms(record)
     for index, (chunk, digest) in enumerate(zip(chunks, record.chunk_digests, strict=True)):
         if chunk.chunk_index != index or chunk.revision != record.revision or chunk.digest != digest:
+            return None
+        if chunk.access != access:
             return None
         if chunk_digest(chunk.text) != digest:
             return None
     return chunks
+
+
+def record_access_terms(record: DocumentRecord) -> tuple[str, ...]:
+    return tuple(index_terms(record.access))
 
 
 class RecentChunks:
@@ -50,7 +59,7 @@ class RecentChunks:
         if texts is None:
             return None
         chunks = [
-            IndexedChunk(record.doc_id, record.revision, index, digest, text)
+            IndexedChunk(record.doc_id, record.revision, index, digest, text, record_access_terms(record))
             for index, (text, digest) in enumerate(zip(texts, record.chunk_digests, strict=False))
         ]
         return verified(record, chunks) if len(texts) == len(record.chunk_digests) else None

@@ -7,6 +7,7 @@ of the document id) lets hits be grouped by document without loading them; `doc_
 (raw) for deletes and lookups by document. The remaining fields are stored only, not indexed:
 enough to validate a hit against the current document record (`revision` as its ASCII bytes,
 `digest` as the 8 bytes its 16 hex digits spell) and to return the chunk without reading S3.
+`access` holds the document's access terms (raw, indexed and stored): who may see the chunk.
 Measured on 20,000 chunks of the benchmark corpus (~605 bytes of text each): 680 bytes of index
 per chunk with `revision` and `digest` indexed as terms, 648 without (the digest, unique per
 chunk, cost a term and a posting each); of those 648, the compressed chunk text in the store is
@@ -28,6 +29,7 @@ REVISION = "revision"
 CHUNK_INDEX = "chunk_index"
 DIGEST = "digest"
 CHUNK = "chunk"
+ACCESS = "access"
 
 # Any change to this schema, the analyzers below or the tokenization bumps `SCHEMA_VERSION`
 # (`index/versions.py`, where it lives so that it can be read without loading tantivy).
@@ -92,6 +94,10 @@ def schema() -> tantivy.Schema:
     builder.add_unsigned_field(CHUNK_INDEX, stored=True)
     builder.add_bytes_field(DIGEST, stored=True)
     builder.add_bytes_field(CHUNK, stored=True)
+    # The document's access terms (`identity/document_access.index_terms`), raw, on every chunk:
+    # the query's filter (MUST one of the caller's allow terms, MUST NOT its deny terms), applied
+    # before the top-k cut; stored so that a dense hit's document is filtered by the same terms.
+    builder.add_text_field(ACCESS, stored=True, tokenizer_name="raw", index_option="basic")
     return builder.build()
 
 

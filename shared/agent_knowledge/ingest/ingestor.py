@@ -30,7 +30,7 @@ from agent_knowledge.ingest.content import (
     PreparedDocument,
     prepare_document,
 )
-from agent_knowledge.records import DocumentRecord, KnowledgeBaseRecord
+from agent_knowledge.records import DocumentAccess, DocumentRecord, KnowledgeBaseRecord
 from agent_knowledge.repositories.bodies import body_key
 from agent_knowledge.repositories.bundle import Repositories
 from agent_knowledge.repositories.documents import document_id
@@ -192,14 +192,17 @@ class Ingestor:
         media_type: str = "text/markdown",
         rebuild_index: bool = True,
         source: SourceVersion | None = None,
+        access: DocumentAccess | None = None,
+        access_etag: str | None = None,
     ) -> IngestResult:
-        """Store the document; with `rebuild_index`, publish its change to the index before returning."""
+        """Store the document; with `rebuild_index`, publish its change to the index before returning.
+        `access`: its sidecar's access list (None: none, the KB's default) and that object's ETag."""
         if not source_key:
             raise DocumentRejected("source key must not be empty")
         # title=None: found in the document, else derived from the source key (ingest/titles.py).
         prepared = prepare_document(title, content, media_type, source_key)
         self.knowledge_base(kb_id)
-        result = self._store(kb_id, source_key, prepared, source)
+        result = self._store(kb_id, source_key, prepared, source, access, access_etag)
         if rebuild_index and result.document.index_pending_since is not None:
             from agent_knowledge.index.update import update_kb_index  # tantivy: index paths only
 
@@ -218,13 +221,24 @@ class Ingestor:
         except KnowledgeError as exc:
             logger.warning("replaced body not deleted", extra={"body_key": key, "error": type(exc).__name__})
 
+    def document(self, kb_id: str, source_key: str) -> DocumentRecord | None:
+        return self._repositories.documents.get(kb_id, document_id(source_key))
+
     def _store(
-        self, kb_id: str, source_key: str, prepared: PreparedDocument, source: SourceVersion | None
+        self,
+        kb_id: str,
+        source_key: str,
+        prepared: PreparedDocument,
+        source: SourceVersion | None,
+        access: DocumentAccess | None = None,
+        access_etag: str | None = None,
     ) -> IngestResult:
         documents, bodies = self._repositories.documents, self._repositories.bodies
         for _ in range(MAX_WRITE_ATTEMPTS):
             now = self._clock()
-            record = _record(kb_id, source_key, prepared, now=now, write_id=_write_id())
+            record = _record(kb_id, source_key, prepared, now=now, write_id=_write_id()).model_copy(
+                update={"access": access, "access_etag": access_etag}
+            )
             # Try to create first (the common case in a bulk load: one write, no read). The
             # placeholder leaves out the chunk lists and the pending mark: nothing to index yet.
             placeholder = record.model_copy(
@@ -242,7 +256,9 @@ class Ingestor:
                     continue  # deleted meanwhile: start over
                 if source is not None and source.is_older_than(existing):
                     return IngestResult("stale", existing)
-                if existing.status == "ready" and existing.revision == prepared.revision:
+                # An access change is a change of the document (written and indexed again).
+                same_access = existing.access == access and existing.access_etag == access_etag
+                if existing.status == "ready" and existing.revision == prepared.revision and same_access:
                     kept = self._keep(existing, prepared, source)
                     if kept is None:
                         continue

@@ -36,7 +36,7 @@ from pydantic import BaseModel, ConfigDict
 from agent_knowledge.errors import ConfigurationError, KnowledgeError, KnowledgeUnavailable
 from agent_knowledge.index.versions import current_versions, versions_of
 from agent_knowledge.ingest.source_events import reconcile_notification
-from agent_knowledge.ingest.status import GRACE_SECONDS, current_manifest, iso_utc, source_key_of
+from agent_knowledge.ingest.status import GRACE_SECONDS, current_manifest, iso_utc, sidecar_of, source_key_of
 from agent_knowledge.records import KnowledgeBaseRecord
 from agent_knowledge.repositories.documents import DocumentState
 from agent_knowledge.repositories.queues import IndexMessage, SourceQueue
@@ -87,10 +87,13 @@ def compare(
     """What does not match between the KB's objects and its records (pure: no I/O). `enabled`: the
     KB is enabled, so documents that failed because it was not are ingested again."""
     listed: dict[str, ListedObject] = {}
+    sidecars: dict[str, str] = {}  # document source key → its access sidecar's ETag
     for item in objects:
         source_key = source_key_of(kb_id, item.key)
         if source_key is not None:  # folder placeholders (`a/`) are not documents
             listed[source_key] = item
+        elif (document := sidecar_of(kb_id, item.key)) is not None:
+            sidecars[document] = item.etag
     by_key = {record.source_key: record for record in records}
     found = Comparison(objects=len(listed), documents=sum(1 for r in by_key.values() if r.status != "deleted"))
     for source_key, item in listed.items():
@@ -99,7 +102,11 @@ def compare(
         if record is None or record.status == "deleted":
             if settled:
                 found.mismatches.append(Mismatch(source_key, "missing", _sequencer(record)))
-        elif record.source_etag != item.etag:
+        elif record.source_etag != item.etag or (
+            # The access sidecar put, changed or deleted since the record read it (a failed record
+            # keeps the ETag of the sidecar it last read: a new version of either is its event's).
+            record.status != "failed" and record.access_etag != sidecars.get(source_key)
+        ):
             if settled:
                 found.mismatches.append(Mismatch(source_key, "outdated", _sequencer(record)))
         elif record.status == "pending" and record.index_pending_since is None and now - record.updated_at >= grace:

@@ -19,10 +19,19 @@ from typing import Any, Literal
 from urllib.parse import quote_plus, unquote_plus
 
 from agent_knowledge.errors import DocumentRejected, KnowledgeBaseDisabled, MalformedMessage, NotUtf8
+from agent_knowledge.identity.document_access import (
+    MAX_SIDECAR_BYTES,
+    AccessSidecarInvalid,
+    document_key,
+    is_sidecar,
+    parse_sidecar,
+    sidecar_key,
+)
 from agent_knowledge.ingest.binary_formats import BINARY_MEDIA_TYPES, MAX_BINARY_SOURCE_BYTES
 from agent_knowledge.ingest.content import MAX_BODY_BYTES, MEDIA_TYPES, USE_TEXT_ENCODING, text_codec
 from agent_knowledge.ingest.ingestor import Ingestor, IngestResult, SourceVersion
 from agent_knowledge.ingest.source_files import MEDIA_TYPES_BY_SUFFIX, media_type_of, title_from_metadata
+from agent_knowledge.records import DocumentAccess
 from agent_knowledge.repositories.bundle import Repositories
 from agent_knowledge.repositories.queues import IndexMessage
 from agent_knowledge.repositories.sources import SourceObjects, SourceTooLarge
@@ -194,6 +203,8 @@ class SourceIngest:
         self._sources = sources
 
     def apply(self, event: SourceEvent) -> Applied:
+        if is_sidecar(event.source_key):
+            return self._sidecar_changed(event)
         source = SourceVersion(event.sequencer, event.version_id, event.etag)
         kind, version_id = event.kind, event.version_id
         if kind == "reconcile":
@@ -222,6 +233,39 @@ class SourceIngest:
             )
         return Applied(event, result)
 
+    def _sidecar_changed(self, event: SourceEvent) -> Applied:
+        """An access sidecar was put, changed or deleted: its document is reconciled (read again with
+        its current sidecar, like `kb sync` does), never ingested as a document itself. A sidecar of
+        a document not yet recorded waits for the document's own event, which reads it."""
+        source_key = document_key(event.source_key)
+        record = self._ingestor.document(event.kb_id, source_key)
+        if record is None or record.status == "deleted":
+            logger.info("access sidecar of no document", extra={"kb_id": event.kb_id})
+            return Applied(event, None)
+        # The record's own sequencer: S3 orders a sidecar's events apart from its document's.
+        reconcile = replace(
+            event,
+            source_key=source_key,
+            key=f"{event.kb_id}/{source_key}",
+            kind="reconcile",
+            version_id=None,
+            sequencer=record.source_sequencer or "0",
+            size=0,
+            etag=None,
+        )
+        return self.apply(reconcile)
+
+    def _access(self, event: SourceEvent) -> tuple[DocumentAccess | None, str | None]:
+        """The document's access list and its sidecar's ETag (None, None: no sidecar). A sidecar that
+        cannot be read as an access list fails the document (`AccessSidecarInvalid`)."""
+        try:
+            found = self._sources.get(sidecar_key(event.key), None, MAX_SIDECAR_BYTES)
+        except SourceTooLarge:
+            raise AccessSidecarInvalid(f"access sidecar is larger than {MAX_SIDECAR_BYTES} bytes") from None
+        if found is None:
+            return None, None
+        return parse_sidecar(found.body), found.etag or None
+
     def _put(self, event: SourceEvent, version_id: str | None, source: SourceVersion) -> IngestResult | None:
         kb = self._ingestor.knowledge_base(event.kb_id)
         if not kb.enabled:
@@ -244,6 +288,7 @@ class SourceIngest:
         self._check_size(len(found.body), max_source_bytes(media_type))
         # PDF, DOCX, PPTX are bytes whatever charset a Content-Type claims.
         content = found.body if media_type in BINARY_MEDIA_TYPES else decode_declared(found.body, charset)
+        access, access_etag = self._access(event)
         try:
             # The same preparation as `doc put` (title from metadata, else found in the document),
             # so the revision an uploader computed locally is the one stored here.
@@ -255,6 +300,8 @@ class SourceIngest:
                 media_type=media_type,
                 rebuild_index=False,
                 source=source,
+                access=access,
+                access_etag=access_etag,
             )
         except NotUtf8 as exc:
             if charset is None:

@@ -32,6 +32,7 @@ from urllib.parse import unquote_plus
 from pydantic import BaseModel, ConfigDict
 
 from agent_knowledge.errors import BodyMissing, KnowledgeBaseMissing, KnowledgeError
+from agent_knowledge.identity.document_access import document_key, is_sidecar
 from agent_knowledge.index.layout import IndexUnavailable, parse_manifest
 from agent_knowledge.index.sizing import deployed_sizing, manifest_index_bytes
 from agent_knowledge.records import DocumentRecord, KnowledgeBaseRecord
@@ -171,7 +172,19 @@ def listing_status(record: RecordLike) -> Literal["ready", "pending", "failed"] 
 
 
 def source_key_of(kb_id: str, object_key: str) -> str | None:
-    """The document an object of the bucket is (None: not under the KB, or a folder placeholder)."""
+    """The document an object of the bucket is (None: not under the KB, a folder placeholder, or a
+    document's access sidecar, which is part of its document: `sidecar_of`)."""
+    source_key = _under(kb_id, object_key)
+    return None if source_key is None or is_sidecar(source_key) else source_key
+
+
+def sidecar_of(kb_id: str, object_key: str) -> str | None:
+    """The document whose access sidecar the object is (None: not a sidecar of the KB)."""
+    source_key = _under(kb_id, object_key)
+    return document_key(source_key) if source_key is not None and is_sidecar(source_key) else None
+
+
+def _under(kb_id: str, object_key: str) -> str | None:
     prefix = f"{kb_id}/"
     if not object_key.startswith(prefix):
         return None
@@ -259,7 +272,8 @@ def dead_letters_of(kb_id: str, source_bodies: Iterable[str], index_bodies: Iter
     for body in source_bodies:
         try:
             records = json.loads(body)["Records"]
-            named = [source_key_of(kb_id, unquote_plus(str(r["s3"]["object"]["key"]))) for r in records]
+            objects = [unquote_plus(str(r["s3"]["object"]["key"])) for r in records]
+            named = [source_key_of(kb_id, key) or sidecar_of(kb_id, key) for key in objects]
         except (ValueError, KeyError, TypeError):
             continue
         mine = {source_key for source_key in named if source_key is not None}

@@ -3,7 +3,8 @@
 Checks, in the protocol's order (docs/DESIGN.md §2, §4, §5): bearer (401) → route (404) → request
 body (400) → run → token encoding, MAC, purpose and cursor binding (400) → expiry (410) → bound
 identity and run (400) → scope revision (409 scope changed) → document record and content digests
-(409 knowledge changed). Storage failures anywhere are 503.
+(409 knowledge changed) and the document's current access for the caller (lost access: the same
+409 as a document gone, `identity/document_access`). Storage failures anywhere are 503.
 
 Round trips (issue 16): the reference is opened first, so the document record joins the identity's
 first batch; the ranged body GET (a key per write, never overwritten; `IfMatch` on the ETag recorded at
@@ -25,6 +26,7 @@ from agent_knowledge.errors import (
     ScopeChanged,
 )
 from agent_knowledge.identity.caller import Caller, Workspace
+from agent_knowledge.identity.document_access import visible
 from agent_knowledge.identity.run_access import authorize_run
 from agent_knowledge.knowledge.body_window import BodyWindow, read_body_window
 from agent_knowledge.knowledge.read_budget import plan_page, window_end
@@ -204,6 +206,9 @@ def read_knowledge(deps: Dependencies, workspace: Workspace, ahead: ReadAhead) -
     if reference.kb_id not in scope.enabled_kb_ids():
         raise KnowledgeChanged()
     document = _matches(workspace.document, reference)
+    # The document's current access, every page: lost access is answered as a document gone.
+    if not visible(document.access, scope.knowledge_bases[reference.kb_id].default_access, caller.viewer):
+        raise KnowledgeChanged()
     scope_revision = scope.revision
     offset = cursor.offset if cursor else 0
     served = cursor.served if cursor else 0

@@ -83,6 +83,7 @@ def search_knowledge(
         query.strip(),
         max_docs=min(limit, scope.config.max_docs),
         query_vector=ahead.query_vector if ahead is not None else None,
+        viewer=caller.viewer,
     )
     drafts = hint_drafts(deps.token_codec(), caller, run_id, scope.revision, result.documents, deps.clock())
     # One response model: its wire form sizes the envelope, then it takes the hints that fit.

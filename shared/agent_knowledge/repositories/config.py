@@ -93,6 +93,11 @@ class KnowledgeBaseRepository(ConfigRepository[KnowledgeBaseRecord]):
     def set_enabled(self, kb_id: str, enabled: bool) -> bool:
         return self._set(kb_id, enabled=enabled)
 
+    def set_default_access(self, kb_id: str, default_access: str) -> bool:
+        """Who sees the KB's documents without an access sidecar (`KnowledgeBaseRecord`); False if
+        the KB does not exist. Search and read use it from their next request."""
+        return self._set(kb_id, default_access=default_access)
+
     def set_last_sync(self, kb_id: str, when: float) -> bool:
         """Record when the KB was last reconciled with the sources bucket (one attribute; any
         later value simply wins). False if the KB does not exist."""

@@ -29,6 +29,7 @@ VALIDATION_ATTRIBUTES = (
     "body_key",
     "body_etag",
     "chunk_digests",
+    "access",
 )
 
 # The sparse index of documents whose change is not yet in a published index generation
@@ -58,6 +59,7 @@ class DocumentState:
     index_pending_since: float | None
     updated_at: int
     write_id: str
+    access_etag: str | None = None  # the ETag of the document's access sidecar when it was read
     error_cause: str | None = None  # of a failed record (`DocumentRecord.error_cause`)
 
 
@@ -144,6 +146,7 @@ class DocumentRepository:
                 index_pending_since=float(pending) if pending is not None else None,
                 updated_at=int(item.get("updated_at") or 0),
                 write_id=str(item.get("write_id") or ""),
+                access_etag=item.get("access_etag"),
                 error_cause=item.get("error_cause"),
             )
 

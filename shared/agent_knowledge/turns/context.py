@@ -71,7 +71,12 @@ def inline_knowledge(deps: Dependencies, caller: Caller, run: RunRecord, scope: 
     if not scope.enabled:
         return InlineKnowledge([], [], "disabled")
     result = retrieve(
-        deps.repositories.bodies, deps.repositories.documents, scope, query, max_docs=scope.config.max_docs
+        deps.repositories.bodies,
+        deps.repositories.documents,
+        scope,
+        query,
+        max_docs=scope.config.max_docs,
+        viewer=caller.viewer,
     )
     status = search_status(result)
     codec = deps.token_codec()
