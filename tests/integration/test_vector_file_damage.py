@@ -137,3 +137,26 @@ def test_kb_reindex_never_carries_a_damaged_vector_file(stack, pipeline, caplog)
     pipeline.run()
     assert not [r for r in caplog.records if r.getMessage().startswith("corrupt vector file")]
     assert covered(stack) == ready(stack) and len(ready(stack)) == len(DOCS) + 1
+
+
+@pytest.mark.parametrize(
+    "damaged_header",
+    [
+        lambda header: {**header, "arrays": ["codes"]},
+        lambda header: {**header, "model_id": "another-model/" + str(header["dimensions"])},
+    ],
+)
+def test_search_answers_lexically_with_partial_while_a_vector_file_is_damaged(stack, pipeline, damaged_header):
+    """The search side of finding 3: the KB's lexical index still answers (status `partial`), on the
+    plain route's domain call as on MCP, which shares it; never an HTTP 500, never `unavailable`."""
+    from tests.support.retrieval import search
+
+    current = manifest(stack)
+    ((name, _),) = vector_files(current).items()
+    data = stack.repositories.bodies.read(current.file_key(name))
+    (length,) = struct.unpack_from("<I", data, len(MAGIC))
+    header = json.loads(data[len(MAGIC) + 4 : len(MAGIC) + 4 + length])
+    damage(stack, json.dumps(damaged_header(header)).encode())
+    result = search(stack, ["kb"], "knead the dough")
+    assert result.failed_kb_ids == [] and result.degraded_kb_ids == ["kb"]
+    assert [hit.document.source_key for hit in result.documents][:1] == ["bread.md"]

@@ -35,7 +35,7 @@ BACKGROUND_ROWS = 256
 ROBUST_SCALE = 1.4826
 # The least spread taken, in cosine: a KB of a few chunks, or of near-identical ones, must not turn
 # tiny differences into large z (chosen with the fusion's weights).
-MIN_SPREAD = 0.06
+MIN_SPREAD = 0.12
 
 
 class OpenedVectors:
@@ -46,13 +46,13 @@ class OpenedVectors:
         self._lock = threading.Lock()
         self._capacity = capacity
 
-    def get(self, sha256: str, path: str) -> VectorFile:
+    def get(self, sha256: str, path: str, space: str | None = None) -> VectorFile:
         with self._lock:
             opened = self._files.get(sha256)
             if opened is not None:
                 self._files.move_to_end(sha256)
                 return opened
-        opened = open_vector_file(path)
+        opened = open_vector_file(path, space)
         with self._lock:
             self._files[sha256] = opened
             while len(self._files) > self._capacity:
@@ -162,7 +162,8 @@ def dense_search(
 ) -> DenseResult:
     """`dense_hits` and the query's background over the same files."""
     entries = sorted(vector_files(manifest).items())
-    files = [opened.get(entry.sha256, os.path.join(directory, name)) for name, entry in entries]
+    space = manifest.embedding_model_id or None  # a file of another model is corrupt (VectorFileCorrupt)
+    files = [opened.get(entry.sha256, os.path.join(directory, name), space) for name, entry in entries]
     sample = samples.get(tuple(entry.sha256 for _, entry in entries), files, BACKGROUND_ROWS)
     return DenseResult(_best_per_document(files, query, documents, current_revision), background(sample, query))
 

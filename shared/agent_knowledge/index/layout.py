@@ -58,6 +58,11 @@ class IndexFile(BaseModel):
     role: Annotated[str, StringConstraints(pattern=r"^[a-z][a-z0-9_]{0,31}$")] = "tantivy"
 
 
+class VectorFileCorrupt(IndexUnavailable):
+    """A vector file is truncated, of an unknown format, of another model, or inconsistent with its
+    header (`index/vectors`; defined here so that search can catch it without importing numpy)."""
+
+
 # A vector file's role in a generation's manifest (beside the tantivy files; `index/vectors`).
 VECTOR_ROLE = "vectors"
 # While more than this share of a KB's documents still wait for their vectors (a bulk load being

@@ -46,8 +46,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 import numpy as np
 import numpy.typing as npt
 
-from agent_knowledge.errors import IndexUnavailable
-from agent_knowledge.index.layout import VECTOR_ROLE
+from agent_knowledge.index.layout import VECTOR_ROLE, VectorFileCorrupt
 
 if TYPE_CHECKING:
     from agent_knowledge.index.layout import IndexFile, IndexManifest
@@ -105,10 +104,6 @@ def vector_files(manifest: IndexManifest) -> dict[str, IndexFile]:
     """The generation's vector files by name (here, not in `vector_generation`: search needs this
     and must not import the index writer at cold start)."""
     return {name: entry for name, entry in manifest.files.items() if entry.role == VECTOR_ROLE}
-
-
-class VectorFileCorrupt(IndexUnavailable):
-    """A vector file is truncated, of an unknown format, or inconsistent with its header."""
 
 
 @dataclass(frozen=True, slots=True)  # slots: a merge of a million rows holds a million of these
