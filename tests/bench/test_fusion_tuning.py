@@ -14,16 +14,17 @@ WEIGHTS = FusionWeights(dense_weight=0.5, evidence_from=0.0, evidence_full=6.0, 
 
 def features(lexical, dense, targets=("a",), tantivy=("a",)) -> QueryFeatures:
     return QueryFeatures(
-        targets=tuple(targets), lexical=lexical, dense=dense, mean=0.0, spread=0.1, rows=1000, tantivy=list(tantivy)
-    )
+        targets=tuple(targets), lexical=lexical, dense=dense, mean=0.0, spread=0.1, rows=1000, pair_spread=0.08,
+        tantivy=list(tantivy),
+    )  # fmt: skip
 
 
 def test_the_ranker_is_the_products_fusion_with_the_spread_floor():
     query = features([("a", 0.2), ("b", 0.3)], [("a", 0.6), ("c", 0.9)])
-    # spread max(0.1, 0.08) = 0.1: a's z 6 -> E 1 -> 0.2 + 0.5 * 0.8 = 0.6; c dense-only z 9 admitted.
-    assert calibrated_ranker(WEIGHTS, min_spread=0.08)(query) == ["a", "c", "b"]
-    # A wider floor halves every z: a 0.2 + 0.5 * 0.5 * 0.8 = 0.4 > b 0.3; c z 4.5 -> 0.375.
-    assert calibrated_ranker(WEIGHTS, min_spread=0.2)(query) == ["a", "c", "b"]
+    # spread max(0.1, 1.0 * 0.08) = 0.1: a's z 6 -> E 1 -> 0.2 + 0.5 * 0.8 = 0.6; c dense-only z 9.
+    assert calibrated_ranker(WEIGHTS, pair_share=1.0)(query) == ["a", "c", "b"]
+    # A floor of 2.5 pair spreads (0.2) halves every z: a 0.2 + 0.5 * 0.5 * 0.8 = 0.4 > b 0.3; c z 4.5 -> 0.375.
+    assert calibrated_ranker(WEIGHTS, pair_share=2.5)(query) == ["a", "c", "b"]
     assert calibrated_ranker(WEIGHTS)(features([], [("c", 0.9)])) == []  # no lexical evidence: nothing
 
 
@@ -42,7 +43,7 @@ def test_the_objective_punishes_answered_no_match_queries_and_lost_identifiers(m
         "n": [features([("x", 0.1)], [("y", 0.9)], targets=(), tantivy=())],  # a lexical hit: answered
     }
     base = {"q": {"mrr_at_3": 0.5}, "n": {"answered": 0.0}}
-    value = objective(sets, Choice(WEIGHTS, 0.08), base)
+    value = objective(sets, Choice(WEIGHTS, 1.0), base)
     assert value == pytest.approx(1.0 / 0.5 - 10 * (1.0 - fusion_tuning.MAX_NO_MATCH_ANSWERED))
 
 

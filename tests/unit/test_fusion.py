@@ -176,7 +176,7 @@ def test_kb_fusion_takes_a_document_with_vectors_of_another_revision_as_pending(
     assert fuse([], [_dense("x", 0.2)], _background(), top_k=3, min_score=0.0, weights=WEIGHTS) == []
 
 
-def test_dense_background_is_robust_and_its_spread_has_a_floor():
+def test_dense_background_is_robust_and_its_spread_has_floors():
     import numpy as np
 
     from agent_knowledge.index.dense import MIN_SPREAD, _Sample, background
@@ -188,9 +188,11 @@ def test_dense_background_is_robust_and_its_spread_has_a_floor():
     rows = [VectorRow(f"d{i}", "r", 0, "0" * 16) for i in range(300)]
     sample = _Sample([VectorFile(write_vectors("m", rows, matrix))], 256)
     assert len(sample.vectors) == 256 and sample.rows == 300
+    assert 0.15 < sample.pair_spread < 0.4  # random 16-d unit vectors: cosines ~ N(0, 1/4)
     query = matrix[0]
-    raw = background(sample, query, min_spread=0.0)
-    assert 0.15 < raw.spread < 0.4 and abs(raw.mean) < 0.1  # random 16-d unit vectors: cosines ~ N(0, 1/4)
+    raw = background(sample, query, pair_share=0.0, min_spread=0.0)
+    assert 0.15 < raw.spread < 0.4 and abs(raw.mean) < 0.1
     assert raw.z(raw.mean + 2 * raw.spread) == pytest.approx(2.0)
-    assert background(sample, query).spread == max(raw.spread, MIN_SPREAD)
-    assert background(sample, query, min_spread=5.0).spread == 5.0
+    assert background(sample, query, pair_share=3.0).spread == pytest.approx(3.0 * sample.pair_spread)
+    assert background(sample, query, pair_share=0.0, min_spread=5.0).spread == 5.0
+    assert background(sample, query).spread >= max(raw.spread, MIN_SPREAD)

@@ -33,9 +33,13 @@ MAX_OPEN_FILES = 256
 BACKGROUND_ROWS = 256
 # The median absolute deviation times this estimates a normal distribution's standard deviation.
 ROBUST_SCALE = 1.4826
-# The least spread taken, in cosine: a KB of a few chunks, or of near-identical ones, must not turn
-# tiny differences into large z (chosen with the fusion's weights).
-MIN_SPREAD = 0.12
+# The query's spread is taken at least this share of the spread of cosines between the KB's sampled
+# chunks (`DenseBackground`): the KB's own, per model — 0.11-0.14 with the local model on the
+# development sets, smaller for a model whose cosines are compressed (multilingual-e5). Chosen with
+# the fusion's weights (bench/retrieval/fusion_tuning.py).
+PAIR_SPREAD_SHARE = 1.2
+# The least spread taken at all, in cosine (a KB of near-identical chunks).
+MIN_SPREAD = 0.01
 
 
 class OpenedVectors:
@@ -76,9 +80,11 @@ class DenseBackground:
     stands above them (`z`), not by its raw cosine, which depends on the model, the language and
     the query's length.
 
-    The spread is at least MIN_SPREAD: a query the model cannot place near anything in the KB —
-    random letters, a topic the KB does not cover — gets cosines that are all low and barely spread,
-    so that its nearest neighbour would otherwise stand out by many spreads."""
+    The spread is at least PAIR_SPREAD_SHARE times the spread of the cosines between the sampled
+    chunks themselves (what the model gives two unrelated passages of this KB): a query the model
+    cannot place near anything in the KB — random letters, a topic the KB does not cover — gets
+    cosines that are all low and barely spread, so that its nearest neighbour would otherwise stand
+    out by many spreads; and a KB of a few chunks says little about a query's own spread."""
 
     mean: float
     spread: float
@@ -95,7 +101,8 @@ class DenseResult:
 
 
 class _Sample:
-    """The background rows of one generation's vector files (reconstructed from their int8 codes)."""
+    """The background rows of one generation's vector files (reconstructed from their int8 codes),
+    and the spread (scaled MAD) of the cosines between them."""
 
     def __init__(self, files: list[VectorFile], rows: int) -> None:
         total = sum(file.rows for file in files)
@@ -108,6 +115,9 @@ class _Sample:
                 parts.append(codes.astype(np.float32) * scales[:, None])
         self.vectors = np.concatenate(parts) if parts else np.zeros((0, 1), np.float32)
         self.rows = total
+        pairs = (self.vectors @ self.vectors.T)[np.triu_indices(len(self.vectors), 1)]
+        middle = float(np.median(pairs)) if len(pairs) else 0.0
+        self.pair_spread = ROBUST_SCALE * float(np.median(np.abs(pairs - middle))) if len(pairs) else 0.0
 
 
 class _Samples:
@@ -140,8 +150,13 @@ samples = _Samples()
 on_reset(samples.clear)
 
 
-def background(sample: _Sample, query: npt.NDArray[np.float32], min_spread: float = MIN_SPREAD) -> DenseBackground:
-    """The query's `DenseBackground` over the sampled rows (see BACKGROUND_ROWS, MIN_SPREAD)."""
+def background(
+    sample: _Sample,
+    query: npt.NDArray[np.float32],
+    pair_share: float = PAIR_SPREAD_SHARE,
+    min_spread: float = MIN_SPREAD,
+) -> DenseBackground:
+    """The query's `DenseBackground` over the sampled rows (see BACKGROUND_ROWS, PAIR_SPREAD_SHARE)."""
     if len(sample.vectors) < 2:
         return DenseBackground(0.0, 1.0, sample.rows)
     cosines = sample.vectors @ np.asarray(query, dtype=np.float32).reshape(-1)
@@ -149,7 +164,7 @@ def background(sample: _Sample, query: npt.NDArray[np.float32], min_spread: floa
     # its background and must not inflate it — in a KB of a few chunks they are a large share.
     middle = float(np.median(cosines))
     deviation = ROBUST_SCALE * float(np.median(np.abs(cosines - middle)))
-    return DenseBackground(middle, max(deviation, min_spread), sample.rows)
+    return DenseBackground(middle, max(deviation, pair_share * sample.pair_spread, min_spread), sample.rows)
 
 
 def dense_search(

@@ -10,8 +10,8 @@ in every query and every KB before the two are combined:
   `E = clip((z - evidence_from) / (evidence_full - evidence_from), 0, 1)`: a nearest neighbour that
   does not stand out from the background is worth nothing, however high its raw cosine.
 
-The fused score is `L + w' * E * (1 - L)`: dense evidence raises a document towards 1 by the share
-of the distance lexical evidence left, with `w' = w * (1 - L_max) ** certainty` (`FusionWeights`). Consequences that the protocol relies on:
+The fused score is `L + w * E * (1 - L)`: dense evidence raises a document towards 1 by the share
+of the distance lexical evidence left. Consequences that the protocol relies on:
 
 - A document without lexical evidence scores at most `w` and is admitted only when its z stands
   `admit` above the noise expected of the KB's size (`expected_noise_max`): a query that matches
@@ -52,10 +52,6 @@ class FusionWeights:
     # How far above the noise of a KB's size (`expected_noise_max`) the z of a document without
     # lexical evidence must be for it to be a candidate at all.
     admit: float
-    # Lexical certainty: dense evidence is scaled by (1 - L_max) ** certainty, L_max the best lexical
-    # share of the query in the KB. A query whose words a document matches nearly in full (an
-    # identifier, an error code, a rare name) leaves little for the dense side to decide.
-    certainty: float = 0.0
 
     def __post_init__(self) -> None:
         if not 0.0 <= self.dense_weight <= 1.0:
@@ -69,8 +65,9 @@ class FusionWeights:
 
 
 # Chosen by leave-one-source-out cross-validation over the development sets of eleven sources
-# (bench/README.md, "Fusion"): eight of the eleven folds chose exactly these.
-WEIGHTS = FusionWeights(dense_weight=0.5, evidence_from=0.0, evidence_full=6.0, admit=1.0, certainty=1.0)
+# (bench/README.md, "Fusion"): ten of the eleven folds chose exactly these (with
+# index/dense.PAIR_SPREAD_SHARE = 1.2).
+WEIGHTS = FusionWeights(dense_weight=0.5, evidence_from=0.0, evidence_full=8.0, admit=0.0)
 
 
 @dataclass(frozen=True)
@@ -114,7 +111,7 @@ def calibrated(
     best_share = max(shares.values(), default=0.0)
     zs = dict(dense)
     admission = weights.admit + expected_noise_max(rows)
-    dense_weight = weights.dense_weight * (1.0 - best_share) ** weights.certainty
+    dense_weight = weights.dense_weight
     fused: list[Fused[Key]] = []
     for key, share in shares.items():
         if key in pending:
