@@ -8,7 +8,9 @@ reported once, not walked), `symlink` (never followed, neither to files nor to f
 `/etc/passwd` dropped into a docs folder must not end up in front of agents), `not_regular_file`
 (FIFOs, devices, sockets — reading a FIFO would block forever), `unsupported_type` (another
 extension, or none), `too_large` (larger than the ingest takes a file of its type) and
-`unreadable` (the folder cannot be listed, or the entry inspected). Reading opens with
+`unreadable` (the folder cannot be listed, or the entry inspected). A document's access sidecar
+`<file>.metadata.json` beside it goes with it (`SourceFile.sidecar`), never on its own; one without
+its document is `unsupported_type`. Reading opens with
 `O_NOFOLLOW` and checks the opened file again, so a file swapped for a link after the walk is
 refused too.
 
@@ -30,6 +32,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from agent_knowledge.errors import AgentKnowledgeError
+from agent_knowledge.identity.document_access import MAX_SIDECAR_BYTES, is_sidecar, parse_sidecar, sidecar_key
 from agent_knowledge.ingest.binary_formats import BINARY_MEDIA_TYPES, MAX_BINARY_SOURCE_BYTES
 from agent_knowledge.ingest.content import MAX_BODY_BYTES
 from agent_knowledge.ingest.source_files import media_type_of
@@ -46,6 +49,7 @@ class SourceFile:
     path: Path
     source_key: str
     media_type: str
+    sidecar: Path | None = None  # its access sidecar `<file>.metadata.json` (identity/document_access)
 
 
 # Why a path below the folder is not taken (module doc): one word each, the same on stderr and in
@@ -115,23 +119,68 @@ def _walk(directory: Path, prefix: str, folder: Folder) -> None:
     except OSError:
         folder.ignored.append(IgnoredPath(prefix.rstrip("/") or ".", UNREADABLE))
         return
+    sidecars = {entry.name: entry for entry in entries if is_sidecar(entry.name) and not entry.name.startswith(".")}
+    taken: set[str] = set()
     for entry in entries:
         relative = prefix + entry.name
+        if entry.name in sidecars:
+            continue  # taken with its document below, or ignored after the loop
         try:
             if not entry.name.startswith(".") and entry.is_dir(follow_symlinks=False):
                 _walk(Path(entry.path), relative + "/", folder)
             elif (reason := _classify(entry)) is not None:
                 folder.ignored.append(IgnoredPath(relative, reason))
             else:
-                folder.files.append(SourceFile(Path(entry.path), relative, str(media_type_of(entry.name))))
+                beside = sidecars.get(sidecar_key(entry.name))
+                sidecar = None
+                if beside is not None and _classify_sidecar(beside) is None:
+                    sidecar = Path(beside.path)
+                    taken.add(beside.name)
+                folder.files.append(SourceFile(Path(entry.path), relative, str(media_type_of(entry.name)), sidecar))
         except OSError:
             folder.ignored.append(IgnoredPath(relative, UNREADABLE))
+    for name, entry in sidecars.items():
+        if name not in taken:
+            try:
+                reason = _classify_sidecar(entry) or UNSUPPORTED_TYPE  # a sidecar without its document
+            except OSError:
+                reason = UNREADABLE
+            folder.ignored.append(IgnoredPath(prefix + name, reason))
+
+
+def _classify_sidecar(entry: os.DirEntry[str]) -> str | None:
+    """Why a sidecar beside a document is not taken; None when it is."""
+    if entry.is_symlink():
+        return SYMLINK_IGNORED
+    if not entry.is_file(follow_symlinks=False):
+        return NOT_REGULAR_FILE
+    if entry.stat(follow_symlinks=False).st_size > MAX_SIDECAR_BYTES:
+        return TOO_LARGE
+    return None
+
+
+def read_sidecar(source: SourceFile) -> bytes | None:
+    """The file's access sidecar, checked (`AccessSidecarInvalid` says what is wrong), or None."""
+    if source.sidecar is None:
+        return None
+    content = _read(source.sidecar, MAX_SIDECAR_BYTES)
+    parse_sidecar(content)
+    return content
+
+
+def sidecar_access(source: SourceFile) -> Any:
+    """The file's access list (`DocumentAccess`), or None without a sidecar."""
+    content = read_sidecar(source)
+    return parse_sidecar(content) if content is not None else None
 
 
 def read_source(path: Path) -> bytes:
     """The file's bytes; refuses a link, a non-regular file or one larger than `MAX_FILE_BYTES`
     (`MAX_BINARY_SOURCE_BYTES` for a PDF, DOCX or PPTX file)."""
-    limit = max_file_bytes(media_type_of(path.name))
+    return _read(path, max_file_bytes(media_type_of(path.name)))
+
+
+def _read(path: Path, limit: int) -> bytes:
     try:
         descriptor = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
     except OSError as exc:
@@ -249,8 +298,9 @@ def ingest_directory(
 
     def put(source: SourceFile) -> str:
         content = read_source(source.path)
+        access = sidecar_access(source)
         result = ingestor.put(
-            kb_id, source.source_key, None, content, media_type=source.media_type, rebuild_index=False
+            kb_id, source.source_key, None, content, media_type=source.media_type, rebuild_index=False, access=access
         )
         return str(result.outcome)
 

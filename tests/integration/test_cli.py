@@ -635,7 +635,8 @@ def test_doc_list_kb_status_kb_list_and_reindex(run):
     listing = run("doc", "list", DEMO_KB).json()
     assert len(listing) == 12
     assert {entry["status"] for entry in listing} == {"ready"}
-    assert set(listing[0]) == {"source_key", "title", "revision", "status", "reason", "updated_at"}
+    assert set(listing[0]) == {"source_key", "title", "revision", "status", "reason", "updated_at", "access"}
+    assert {entry["access"] for entry in listing} == {None}  # no sidecars: the KB's default
     assert listing == sorted(listing, key=lambda entry: entry["source_key"])
     status = run("kb", "status", DEMO_KB).json()
     assert (status["ready"], status["pending"], status["failed"]) == (12, 0, 0)
@@ -928,3 +929,74 @@ def test_pdf_docx_and_pptx_files_are_checked_locally_and_uploaded_with_their_typ
     assert summary["failures"][0]["source_key"] == "scan.pdf"
     assert "OCR is not done" in summary["failures"][0]["error"]
     assert {"deck.pptx", "memo.docx"} <= set(_objects("office"))
+
+
+def _access_of(run, kb_id: str, source_key: str, expected: Any) -> dict[str, Any]:
+    """`doc access` once the pipeline has applied the sidecar (its events are asynchronous)."""
+    deadline = time.monotonic() + 120
+    while True:
+        shown = run("doc", "access", kb_id, source_key).json()
+        if shown["access"] == expected:
+            return shown  # type: ignore[no-any-return]
+        assert time.monotonic() < deadline, shown
+        time.sleep(0.1)
+
+
+def test_doc_put_allow_and_deny_write_the_sidecar_and_doc_access_and_list_show_it(run, tmp_path):
+    document = tmp_path / "pay.md"
+    document.write_text("# Pay scales\n\nThe pay scales.\n", encoding="utf-8")
+    run("kb", "create", "acl")
+    refused = run("doc", "put", "acl", "pay.md", "--file", str(document), "--allow", "hr")
+    assert refused.status == 1
+    assert "'hr' is not principal:<id>, role:<name>, tenant:<name> or everyone" in refused.stderr
+    assert _objects("acl") == {}
+    assert run("doc", "put", "acl", "--dir", str(tmp_path), "--allow", "role:hr").status == 1
+    put = ("doc", "put", "acl", "pay.md", "--file", str(document), "--wait")
+    result = run(*put, "--allow", "role:hr", "principal:bob", "--deny", "tenant:x")
+    assert result.status == 0, result.stderr
+    access = {"allow": ["role:hr", "principal:bob"], "deny": ["tenant:x"]}
+    assert result.json()["access"] == access and result.json()["document"]["status"] == "ready"
+    assert json.loads(_objects("acl")["pay.md.metadata.json"]) == {"access": access}
+    shown = _access_of(run, "acl", "pay.md", access)
+    assert (shown["sidecar"], shown["default_access"], shown["follows"]) == ("pay.md.metadata.json", "route", "access")
+    listed = run("doc", "list", "acl").json()
+    assert [(entry["source_key"], entry["access"]) for entry in listed] == [("pay.md", access)]
+    # The same document, other access: the sidecar changes and the document follows it.
+    again = run(*put, "--allow", "everyone")
+    assert again.status == 0 and again.json()["outcome"] == "updated", again.stderr
+    _access_of(run, "acl", "pay.md", {"allow": ["everyone"], "deny": []})
+    assert run("doc", "access", "acl", "nothing.md").status == 1
+
+
+def test_a_folder_upload_takes_each_sidecar_beside_its_document(run, tmp_path):
+    folder = write_folder(
+        tmp_path / "docs",
+        {
+            "hr/pay.md": "# Pay\n\nPay scales.\n",
+            "hr/pay.md.metadata.json": json.dumps({"access": {"allow": ["role:hr"]}}),
+            "open.md": "# Open\n\nFor all.\n",
+            "orphan.md.metadata.json": json.dumps({"access": {"allow": ["everyone"]}}),
+            "bad.md": "# Bad\n\nBroken sidecar.\n",
+            "bad.md.metadata.json": '{"access": {"allow": "role:hr"}}',
+        },
+    )
+    run("kb", "create", "acl-folder")
+    result = run("doc", "put", "acl-folder", "--dir", str(folder), "--wait")
+    assert result.status == 1
+    summary = result.json()
+    assert (summary["files"], summary["created"], summary["failed"]) == (3, 2, 1)
+    assert summary["failures"] == [
+        {"source_key": "bad.md", "error": 'access sidecar: "access.allow" must be a list of entries'}
+    ]
+    assert {"path": "orphan.md.metadata.json", "reason": "unsupported_type"} in summary["ignored"]
+    assert sorted(_objects("acl-folder")) == ["hr/pay.md", "hr/pay.md.metadata.json", "open.md"]
+    _access_of(run, "acl-folder", "hr/pay.md", {"allow": ["role:hr"], "deny": []})
+    assert run("doc", "access", "acl-folder", "open.md").json()["follows"] == "default_access"
+    # The sidecar removed locally: --prune deletes it, and the document follows the KB's default.
+    (folder / "hr" / "pay.md.metadata.json").unlink()
+    (folder / "bad.md").unlink()
+    (folder / "bad.md.metadata.json").unlink()
+    pruned = run("doc", "put", "acl-folder", "--dir", str(folder), "--prune")
+    assert pruned.status == 0, pruned.stderr
+    assert sorted(_objects("acl-folder")) == ["hr/pay.md", "open.md"]
+    _access_of(run, "acl-folder", "hr/pay.md", None)

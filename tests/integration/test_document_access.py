@@ -22,6 +22,7 @@ from agent_knowledge.ingest.ingestor import Ingestor
 from agent_knowledge.ingest.reconcile import reconcile_kb
 from agent_knowledge.ingest.status import document_listing, kb_status
 from agent_knowledge.records import DocumentAccess, KnowledgeConfig, Principal, SourceConfig
+from agent_knowledge.repositories import aws
 from agent_knowledge.repositories.documents import document_id
 from agent_knowledge.runtime.container import default_pipeline_dependencies
 from agent_knowledge_dev import admin
@@ -325,3 +326,20 @@ def test_nothing_invisible_ever_leaves_and_every_visible_match_is_found(
     found = mcp(call, "knowledge_search", {"query": "marmot", "limit": 3}, token)
     carried = json.dumps([turn.get("knowledge"), turn.get("knowledge_refs"), found])
     assert not any(word in carried or word.title() in carried for word in hidden)
+
+
+def test_an_access_list_that_cannot_be_evaluated_is_knowledge_unavailable_never_unfiltered(call, demo):
+    put(demo, DEMO_KB, {"a.md": ("# Alpha\n\nThe walrus page.\n", DocumentAccess(allow=["role:member"]))})
+    ref = search(call, "walrus")["hints"][0]["ref"]
+    aws.client("dynamodb").update_item(
+        TableName=demo.environment["DOCUMENTS_TABLE"],
+        Key={"kb_id": {"S": DEMO_KB}, "doc_id": {"S": document_id("a.md")}},
+        UpdateExpression="SET #a = :a",
+        ExpressionAttributeNames={"#a": "access"},
+        ExpressionAttributeValues={":a": {"S": "role:member"}},  # a string, not {"allow": [...]}
+    )
+    answer = search(call, "walrus")
+    assert (answer["status"], answer["hints"]) == ("unavailable", [])
+    result = read(call, ref)
+    assert result.status == 503 and result.json()["error"] == "knowledge_unavailable"
+    assert "walrus" not in result.body

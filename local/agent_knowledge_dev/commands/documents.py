@@ -1,4 +1,4 @@
-"""`doc put|delete|list` and `kb list|status|reindex`: documents go in through the sources bucket.
+"""`doc put|delete|list|access` and `kb list|status|reindex`: documents go in through the sources bucket.
 
 `doc put` uploads to `s3://<SourcesBucket>/<kb_id>/<source_key>` and the stack's pipeline ingests
 and indexes (docs/DESIGN.md §10). Each file is first prepared locally with the same code the ingest
@@ -11,6 +11,13 @@ version uploaded, which may also end `superseded` (a newer put or a delete repla
 
 A stack without a sources bucket (deployed, or a `serve` started, before the ingest pipeline)
 gets the documents stored directly and its index rebuilt here, as before, with a note on stderr.
+
+Access (issue 33, `identity/document_access`): `doc put --file --allow/--deny` uploads the
+document's sidecar `<key>.metadata.json` before the document (a changed sidecar sends the document
+again, so that `--wait` follows it); `doc put --dir` uploads each `<file>.metadata.json` found beside
+a document as its sidecar (checked here first: a malformed one fails that file, nothing of it is
+uploaded); `--prune` also deletes sidecars whose files are gone. Without a sources bucket the access
+list goes straight into the record.
 """
 
 from __future__ import annotations
@@ -49,6 +56,17 @@ def _put_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("source_key", metavar="SOURCE_KEY", nargs="?", help="the document's key (with --file)")
     parser.add_argument("--file", type=Path, metavar="PATH", help=f"the document ({suffixes})")
     parser.add_argument("--title", help="with --file: the title (default: found in the document, else the key)")
+    parser.add_argument(
+        "--allow",
+        nargs="+",
+        action="extend",
+        metavar="ENTRY",
+        help="with --file: who may see the document (principal:<id>, role:<name>, tenant:<name>, everyone); "
+        "written as its access sidecar <key>.metadata.json",
+    )
+    parser.add_argument(
+        "--deny", nargs="+", action="extend", metavar="ENTRY", help="with --file: who may not (overrides --allow)"
+    )
     parser.add_argument(
         "--dir",
         type=Path,
@@ -150,6 +168,8 @@ def _put(arguments: argparse.Namespace) -> int:
     if (arguments.file is None) == (arguments.dir is None):
         raise CliError("give either SOURCE_KEY --file PATH (one document) or --dir DIR (a folder)")
     if arguments.dir is not None:
+        if arguments.allow or arguments.deny:
+            raise CliError("--allow and --deny go with --file; with --dir, put <file>.metadata.json beside a file")
         if arguments.source_key or arguments.title:
             raise CliError("--dir takes neither SOURCE_KEY nor --title (keys are relative paths, titles headings)")
         if arguments.workers < 1:
@@ -197,6 +217,18 @@ def _check_title_argument(title: str) -> None:
         raise CliError(f"--title cannot be stored (nothing was uploaded): {exc.message}") from None
 
 
+def _access_arguments(arguments: argparse.Namespace) -> Any:
+    """The access list of --allow/--deny (a `DocumentAccess`), None when neither is given."""
+    from agent_knowledge.identity.document_access import access_list
+
+    if arguments.allow is None and arguments.deny is None:
+        return None
+    try:
+        return access_list(arguments.allow or [], arguments.deny or [])
+    except ValueError as exc:
+        raise CliError(f"--allow/--deny: {exc} (nothing was uploaded)") from None
+
+
 def _put_file(arguments: argparse.Namespace) -> int:
     from agent_knowledge.errors import AgentKnowledgeError, KnowledgeUnavailable, NotUtf8
     from agent_knowledge.ingest.source_files import MEDIA_TYPES_BY_SUFFIX, media_type_of
@@ -205,6 +237,7 @@ def _put_file(arguments: argparse.Namespace) -> int:
     deadline = time.monotonic() + arguments.timeout  # --timeout bounds the whole command
     path: Path = arguments.file
     source_key: str = arguments.source_key
+    access = _access_arguments(arguments)
     if arguments.title is not None:
         _check_title_argument(arguments.title)
     if not path.is_file():
@@ -227,7 +260,9 @@ def _put_file(arguments: argparse.Namespace) -> int:
 
     started = time.time()
     try:
-        put = _before(deadline, lambda: _upload_file(arguments, content, media_type, charset, prepared, started))
+        put = _before(
+            deadline, lambda: _upload_file(arguments, content, media_type, charset, prepared, started, access)
+        )
     except _Late:
         raise CliError(
             f"{source_key} was not uploaded within --timeout {arguments.timeout:g} s (an upload under way may "
@@ -242,7 +277,7 @@ def _put_file(arguments: argparse.Namespace) -> int:
         raise LocalStackStopped(f"; {source_key} was not uploaded") from None
     session = put.session
     if session.bucket is None:
-        return _store_file_directly(session, source_key, text, media_type, arguments.title)
+        return _store_file_directly(session, source_key, text, media_type, arguments.title, access)
     document, status, superseded, stopped = put.document, 0, False, False
     if arguments.wait and put.uploaded is not None:
         try:
@@ -259,6 +294,8 @@ def _put_file(arguments: argparse.Namespace) -> int:
         # The object version this run uploaded (skipped: the current one); None in an unversioned bucket.
         "version_id": getattr(put.uploaded or put.current, "version_id", None),
     }
+    if access is not None:
+        result["access"] = access.model_dump(mode="json")
     if arguments.wait:
         result["superseded"] = superseded
     result["document"] = document
@@ -286,8 +323,10 @@ def _upload_file(
     charset: str | None,
     prepared: Any,
     started: float,
+    access: Any = None,
 ) -> _FileUpload:
-    """Upload the file unless the key already holds it (same bytes and title, not failed)."""
+    """Upload the file unless the key already holds it (same bytes and title, not failed) and its
+    access sidecar (`access`) is unchanged; a sidecar is uploaded before its document."""
     from agent_knowledge_dev.sources import content_etag
 
     session = _open(arguments, writing=True)
@@ -296,8 +335,10 @@ def _upload_file(
     source_key, title = arguments.source_key, arguments.title
     current = session.bucket.head(session.kb_id, source_key)
     document = _listing_of(session, source_key)
+    access_changed = access is not None and _put_sidecar(session, source_key, access)
     unchanged = (
-        current is not None
+        not access_changed
+        and current is not None
         and current.etag == content_etag(content)
         and current.title == title
         and document is not None
@@ -308,6 +349,19 @@ def _upload_file(
     uploaded = session.bucket.upload(session.kb_id, source_key, content, media_type, title, charset)
     outcome = "created" if current is None else "updated"
     return _FileUpload(session, outcome, _expected(source_key, prepared, started), current, uploaded)
+
+
+def _put_sidecar(session: _Session, source_key: str, access: Any) -> bool:
+    """Upload the document's access sidecar unless the bucket holds it already; whether it did."""
+    from agent_knowledge.identity.document_access import sidecar_json, sidecar_key
+    from agent_knowledge_dev.sources import content_etag
+
+    content = sidecar_json(access)
+    current = session.bucket.head(session.kb_id, sidecar_key(source_key))
+    if current is not None and current.etag == content_etag(content):
+        return False
+    session.bucket.upload(session.kb_id, sidecar_key(source_key), content, "application/json")
+    return True
 
 
 def _follow_upload(
@@ -386,11 +440,15 @@ def _before(deadline: float, work: Callable[[], _T]) -> _T:
 
 
 def _store_file_directly(
-    session: _Session, source_key: str, content: bytes | str, media_type: str, title: str | None
+    session: _Session, source_key: str, content: bytes | str, media_type: str, title: str | None, access: Any = None
 ) -> int:
     from agent_knowledge.ingest.ingestor import Ingestor
 
-    result = Ingestor(session.repositories).put(session.kb_id, source_key, title, content, media_type=media_type)
+    ingestor = Ingestor(session.repositories)
+    if access is None:  # no sidecars without a bucket: the record's access list stays as it is
+        existing = ingestor.document(session.kb_id, source_key)
+        access = existing.access if existing is not None else None
+    result = ingestor.put(session.kb_id, source_key, title, content, media_type=media_type, access=access)
     print_json(
         {
             "outcome": result.outcome,
@@ -503,7 +561,10 @@ def _put_directory(arguments: argparse.Namespace) -> int:
             session, folder.files, remote, documents, summary, bar, arguments.workers, deadline, arguments.charset
         )
         if arguments.prune and not not_uploaded and not stopped:
+            from agent_knowledge.identity.document_access import sidecar_key
+
             present = {source.source_key for source in folder.files}
+            present |= {sidecar_key(source.source_key) for source in folder.files if source.sidecar is not None}
             try:
                 for source_key in sorted(set(remote) - present):
                     if not (root / source_key).exists():  # only files that are gone, not ones left out
@@ -613,10 +674,12 @@ def _upload_all(
     by source key, the source keys of the files not done by then, and whether the local stack
     stopped. `charset` (`--charset`): the encoding of the plain text and Markdown files."""
     from agent_knowledge.errors import KnowledgeUnavailable, NotUtf8
-    from agent_knowledge_dev.bulk import each_file, read_source
+    from agent_knowledge_dev.bulk import each_file, read_sidecar, read_source
     from agent_knowledge_dev.sources import content_etag
 
     def upload(source: Any) -> tuple[str, str | None]:
+        from agent_knowledge.identity.document_access import sidecar_key
+
         content = read_source(source.path)
         try:
             text, declared = _declared(content, source.media_type, charset)
@@ -624,9 +687,16 @@ def _upload_all(
         except NotUtf8 as exc:
             hint = CHARSET_HINT if source.media_type in CHARSET_MEDIA_TYPES else ""
             raise NotUtf8(exc.message + hint) from None
+        sidecar = read_sidecar(source)  # checked before anything of the file is uploaded
+        access_changed = False
+        if sidecar is not None:
+            stored = remote.get(sidecar_key(source.source_key))
+            if stored is None or stored.etag != content_etag(sidecar):
+                session.bucket.put(session.kb_id, sidecar_key(source.source_key), sidecar, "application/json")
+                access_changed = True
         current = remote.get(source.source_key)
         healthy = documents.get(source.source_key) in {"ready", "pending"}
-        if current is not None and current.etag == content_etag(content) and healthy:
+        if current is not None and current.etag == content_etag(content) and healthy and not access_changed:
             return "skipped", None
         try:
             session.bucket.put(session.kb_id, source.source_key, content, source.media_type, charset=declared)
@@ -708,7 +778,47 @@ def _list(arguments: argparse.Namespace) -> int:
 
     # Every object of the bucket (not_ingested ones too, with the reason), not only the records.
     listing = _pipeline_view(arguments, document_listing)
-    print_json([entry.model_dump(mode="json") for entry in listing])
+    # Each document's access list as its record holds it (null: none, the KB's default_access).
+    stored = connect(arguments).documents.list(arguments.kb_id, with_chunks=False)
+    records = {record.source_key: record for record in stored}
+    shown = []
+    for entry in listing:
+        record = records.get(entry.source_key)
+        access = record.access if record is not None and record.status != "deleted" else None
+        shown.append({**entry.model_dump(mode="json"), "access": access.model_dump(mode="json") if access else None})
+    print_json(shown)
+    return 0
+
+
+def _access_command_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("kb_id", metavar="KB_ID")
+    parser.add_argument("source_key", metavar="SOURCE_KEY")
+    add_target_arguments(parser)
+
+
+def _access(arguments: argparse.Namespace) -> int:
+    """Who may see the document: its access list (its sidecar's, as last ingested) and the KB's default."""
+    from agent_knowledge.identity.document_access import sidecar_key
+    from agent_knowledge.repositories.documents import document_id
+    from agent_knowledge_dev.admin import require_knowledge_base
+
+    repositories = connect(arguments)
+    kb = require_knowledge_base(repositories, arguments.kb_id)
+    record = repositories.documents.get(kb.kb_id, document_id(arguments.source_key))
+    if record is None or record.status == "deleted":
+        raise CliError(f"no document {arguments.source_key!r} in knowledge base {kb.kb_id!r}")
+    print_json(
+        {
+            "kb_id": kb.kb_id,
+            "source_key": record.source_key,
+            "status": record.status,
+            "reason": record.error_reason,
+            "sidecar": sidecar_key(record.source_key) if record.access_etag else None,
+            "access": record.access.model_dump(mode="json") if record.access else None,
+            "default_access": kb.default_access,
+            "follows": "access" if record.access else "default_access",
+        }
+    )
     return 0
 
 
@@ -776,6 +886,12 @@ COMMAND = Command(
             "every object of the KB: status ready/pending/failed/not_ingested with the reason",
             _kb_arguments,
             _list,
+        ),
+        Command(
+            "access",
+            "who may see a document: its access list (sidecar) and the KB's default",
+            _access_command_arguments,
+            _access,
         ),
     ],
 )

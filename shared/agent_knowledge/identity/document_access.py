@@ -93,27 +93,31 @@ def access_list(allow: Iterable[object], deny: Iterable[object]) -> DocumentAcce
 
 def parse_sidecar(content: bytes) -> DocumentAccess:
     """The access a sidecar declares, parsed strictly: one JSON object whose only key is `access`,
-    itself an object with `allow` and/or `deny` lists of entries. AccessSidecarInvalid says why not."""
-    if len(content) > MAX_SIDECAR_BYTES:
-        raise AccessSidecarInvalid(f"access sidecar is larger than {MAX_SIDECAR_BYTES} bytes")
+    itself an object with `allow` and/or `deny` lists of entries. AccessSidecarInvalid says why not
+    (its message, the failed document's reason, starts with "access sidecar")."""
     try:
-        text = content.decode("utf-8-sig")
-        value = json.loads(text, parse_constant=_no_constant)
+        return _parse_sidecar(content)
+    except ValueError as exc:
+        raise AccessSidecarInvalid(f"access sidecar: {exc}") from None
+
+
+def _parse_sidecar(content: bytes) -> DocumentAccess:
+    if len(content) > MAX_SIDECAR_BYTES:
+        raise ValueError(f"larger than {MAX_SIDECAR_BYTES} bytes")
+    try:
+        value = json.loads(content.decode("utf-8-sig"), parse_constant=_no_constant)
     except (UnicodeDecodeError, ValueError) as exc:
-        raise AccessSidecarInvalid(f"access sidecar is not JSON ({_first_line(exc)})") from None
+        raise ValueError(f"not JSON ({_first_line(exc)})") from None
     if not isinstance(value, dict) or set(value) != {"access"}:
-        raise AccessSidecarInvalid('access sidecar must be a JSON object with one key, "access"')
+        raise ValueError('must be a JSON object with one key, "access"')
     access = value["access"]
     if not isinstance(access, dict) or not access or not set(access) <= {"allow", "deny"}:
-        raise AccessSidecarInvalid('"access" must be an object with "allow" and/or "deny" lists')
+        raise ValueError('"access" must be an object with "allow" and/or "deny" lists')
     lists = {name: access.get(name, []) for name in ("allow", "deny")}
     for name, entries in lists.items():
         if not isinstance(entries, list):
-            raise AccessSidecarInvalid(f'"access.{name}" must be a list of entries')
-    try:
-        return access_list(lists["allow"], lists["deny"])
-    except ValueError as exc:
-        raise AccessSidecarInvalid(f"access sidecar: {exc}") from None
+            raise ValueError(f'"access.{name}" must be a list of entries')
+    return access_list(lists["allow"], lists["deny"])
 
 
 def sidecar_json(access: DocumentAccess) -> bytes:

@@ -8,6 +8,9 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
+from pydantic import ValidationError
+
+from agent_knowledge.errors import KnowledgeUnavailable
 from agent_knowledge.records import DocumentRecord
 from agent_knowledge.repositories.aws_errors import storage_errors
 from agent_knowledge.repositories.batch_get import Lookup, batch_get
@@ -66,6 +69,16 @@ class DocumentState:
 STATE_ATTRIBUTES = tuple(DocumentState.__dataclass_fields__)
 
 
+def document_record(item: dict[str, Any]) -> DocumentRecord:
+    """A stored item as a record. An item that is not a valid record (an access list of the wrong
+    shape above all) is storage that cannot be used now: KnowledgeUnavailable, so that search and
+    read answer `knowledge_unavailable` and never serve a document whose access cannot be evaluated."""
+    try:
+        return DocumentRecord.model_validate(item)
+    except ValidationError:
+        raise KnowledgeUnavailable("a document record cannot be read", store="document storage") from None
+
+
 def document_id(source_key: str) -> str:
     """Stable id of a source within its KB (callers never see or supply it)."""
     return "doc_" + hashlib.sha256(source_key.encode("utf-8")).hexdigest()[:32]
@@ -77,12 +90,12 @@ class DocumentRepository:
 
     def get(self, kb_id: str, doc_id: str) -> DocumentRecord | None:
         item = self._table.get(key(kb_id=kb_id, doc_id=doc_id))
-        return DocumentRecord.model_validate(item) if item else None
+        return document_record(item) if item else None
 
     def _lookup(self, kb_id: str, doc_id: str, attributes: tuple[str, ...]) -> Lookup[DocumentRecord]:
         """`attributes`: what to read (empty: the whole record)."""
         item_key = key(kb_id=kb_id, doc_id=doc_id)
-        return Lookup(self._table.name, item_key, DocumentRecord.model_validate, self._table.store, attributes)
+        return Lookup(self._table.name, item_key, document_record, self._table.store, attributes)
 
     def _get_batch(
         self, keys: list[tuple[str, str]], attributes: tuple[str, ...]
@@ -120,7 +133,7 @@ class DocumentRepository:
             request["ProjectionExpression"] = ", ".join(f"#a{i}" for i in range(len(_SUMMARY_ATTRIBUTES)))
             request["ExpressionAttributeNames"] = {f"#a{i}": name for i, name in enumerate(_SUMMARY_ATTRIBUTES)}
         for item in self._table.query(**request):
-            yield DocumentRecord.model_validate(item)
+            yield document_record(item)
 
     def states(self, kb_id: str, *, consistent: bool = False) -> Iterator[DocumentState]:
         """Every record of the KB (tombstones included) as `DocumentState`: one paginated Query
