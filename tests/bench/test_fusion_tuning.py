@@ -4,10 +4,10 @@ fusion, the objective punishes broken promises, the bootstrap interval brackets 
 from __future__ import annotations
 
 import pytest
-
-from agent_knowledge.knowledge.fusion import FusionWeights
 from bench.retrieval import dev_sets, fusion_tuning
 from bench.retrieval.fusion_tuning import Choice, QueryFeatures, bootstrap_ratio, calibrated_ranker, objective
+
+from agent_knowledge.knowledge.fusion import FusionWeights
 
 WEIGHTS = FusionWeights(dense_weight=0.5, evidence_from=0.0, evidence_full=6.0, admit=0.0)
 
