@@ -26,7 +26,7 @@ from agent_knowledge.identity.document_access import (
 from agent_knowledge.index.analyzer import query_tokens
 from agent_knowledge.index.builder import write_index
 from agent_knowledge.index.chunks import IndexedChunk, chunk_digest
-from agent_knowledge.index.kb_index import AccessFilter, AnalyzedQuery, KbIndex
+from agent_knowledge.index.kb_index import TERM_SET_FROM, AccessFilter, AnalyzedQuery, KbIndex
 from agent_knowledge.records import DocumentAccess, Principal
 
 ALICE = Principal(id="alice", tenant="acme", roles=["analyst", "hr"])
@@ -191,3 +191,21 @@ def test_a_chunk_indexed_without_access_terms_is_seen_by_nobody():
         query = AnalyzedQuery.of(query_tokens("zebras"))
         assert index.best_per_document(query, 3, AccessFilter("route", ANONYMOUS)) == []
         assert not AccessFilter("route", ANONYMOUS).admits(index.access_of("doc0") or ())
+
+
+@pytest.mark.parametrize("roles", [3, TERM_SET_FROM + 50])
+def test_the_filter_is_the_same_for_few_and_very_many_entries(roles):
+    """Below TERM_SET_FROM terms a disjunction of term queries, above it one term set: the same chunks."""
+    chunks = [
+        _chunk("doc0", "zebras one", DocumentAccess(allow=["role:r1"])),
+        _chunk("doc1", "zebras two", DocumentAccess(allow=["role:other"])),
+        _chunk("doc2", "zebras three", DocumentAccess(allow=["role:r2"], deny=["role:r0"])),
+        _chunk("doc3", "zebras four", None),
+    ]
+    viewer = Viewer.of(Principal(id="v", roles=[f"r{n}" for n in range(roles)]))
+    with tempfile.TemporaryDirectory() as directory:
+        write_index(directory, chunks)
+        index = KbIndex.open(directory, 1)
+        query = AnalyzedQuery.of(query_tokens("zebras"))
+        for default, expected in (("route", {"doc0", "doc3"}), ("none", {"doc0"})):
+            assert {hit.doc_id for hit in index.best_per_document(query, 10, AccessFilter(default, viewer))} == expected

@@ -268,13 +268,17 @@ def _kb_candidates(
     depth = max(top_k, FUSION_DEPTH)
     lexical = served.index.best_per_document(analyzed, depth, access)
     asked = depth
+    seen: dict[str, bool] = {}  # doc_id → admitted, across the rounds below
     while True:
         dense = dense_search(
             served.manifest, served.directory, vector, asked, lambda doc_id: _revision(served.index, doc_id)
         )
         if access is None:
             break
-        admitted = [hit for hit in dense.hits if _admitted(served.index, access, hit.doc_id)]
+        for hit in dense.hits:
+            if hit.doc_id not in seen:
+                seen[hit.doc_id] = _admitted(served.index, access, hit.doc_id)
+        admitted = [hit for hit in dense.hits if seen[hit.doc_id]]
         if len(admitted) >= depth or len(dense.hits) < asked or asked >= served.manifest.documents:
             # The best `depth` visible documents: the filter comes before the cut, as lexically.
             dense = replace(dense, hits=admitted[:depth])
