@@ -185,8 +185,12 @@ def read(call, ref: str, token: str = DEMO_TOKEN):
 
 
 def inline_turn(call, query: str, token: str = DEMO_TOKEN) -> dict:
-    body = json.loads(load_event("turns-inline")["body"]) | {"user_input": query}
-    result = call("turns", with_changes(load_event("turns-inline"), body=body, authorization=bearer(token)))
+    return turn_body_call(call, "turns-inline", query, token)
+
+
+def turn_body_call(call, event: str, query: str, token: str = DEMO_TOKEN) -> dict:
+    body = json.loads(load_event(event)["body"]) | {"user_input": query}
+    result = call("turns", with_changes(load_event(event), body=body, authorization=bearer(token)))
     assert result.status == 200, result.body
     return result.json()
 
@@ -240,6 +244,9 @@ def test_inline_turns_and_both_mcp_tools_carry_only_visible_documents(call, demo
     turn = inline_turn(call, "How do I request vacation days?")
     assert [item["title"] for item in turn["knowledge"]] == ["Vacation open"]
     assert "zebrafish" not in json.dumps(turn)
+    on_demand = turn_body_call(call, "turns-on-demand", "vacation days zebrafish")
+    assert [hint["title"] for hint in on_demand["context"]["knowledge_delivery"]["hints"]] == ["Vacation open"]
+    assert "zebrafish" not in json.dumps(on_demand["context"]["knowledge_delivery"]["hints"])
     found = mcp(call, "knowledge_search", {"query": "vacation days zebrafish", "limit": 3})
     assert [hint["title"] for hint in found["structuredContent"]["hints"]] == ["Vacation open"]
     assert "zebrafish" not in json.dumps(found)
