@@ -111,7 +111,6 @@ def calibrated(
     best_share = max(shares.values(), default=0.0)
     zs = dict(dense)
     admission = weights.admit + expected_noise_max(rows)
-    dense_weight = weights.dense_weight
     fused: list[Fused[Key]] = []
     for key, share in shares.items():
         if key in pending:
@@ -119,17 +118,17 @@ def calibrated(
         else:
             z = zs.get(key)
             evidence = weights.evidence(z) if z is not None else 0.0
-        added = dense_weight * evidence * (1.0 - share)
+        added = weights.dense_weight * evidence * (1.0 - share)
         fused.append(Fused(key, share + added, share, added))
     # Without a single query term in the KB, nothing is evidence: a query of random letters, or of
     # words the KB never uses, still has nearest neighbours that stand out (a model maps unknown
-    # tokens to a few points; bench/README.md "Fusion": 40 % of the no-match queries of a Chinese
-    # manual set reached the admission z) — and a real question always shares some word with a
-    # KB that can answer it, in the KB's languages.
+    # tokens to a few points: with the local model, 40 % of the no-match queries of the Chinese
+    # Debian manuals development set reached an admission of 2 spreads above the noise) — and a
+    # real question shares some word with a KB that can answer it, in the KB's languages.
     for key, z in dense if shares else ():
         if key in shares or key in pending or z < admission:
             continue
-        added = dense_weight * weights.evidence(z)
+        added = weights.dense_weight * weights.evidence(z)
         if added > 0.0:
             fused.append(Fused(key, added, 0.0, added))
     fused.sort(key=lambda item: item.score, reverse=True)  # stable: lexical order on ties
