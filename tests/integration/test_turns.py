@@ -144,7 +144,8 @@ def test_on_demand_sends_no_bodies_and_bounded_run_bound_hints(call, library):
 
 def test_on_demand_hints_stay_within_4096_bytes_for_long_chunks(call, library):
     body = "# 年假\n\n" + "年假申请需要提前两周提交并经经理批准。" * 200 + "\n"
-    long_docs = {f"big/{i}.md": (f"长文档 {i} " + "标题" * 40, body) for i in range(5)}
+    # Distinct bodies: documents with the same body are one hint (docs/retrieval.md).
+    long_docs = {f"big/{i}.md": (f"长文档 {i} " + "标题" * 40, body + f"第 {i} 份\n") for i in range(5)}
     put_documents(library.repositories, DEMO_KB, long_docs, library.clock())
     result = turn(call, turn_body("turns-on-demand", user_input="年假 申请"))
     delivery = result.json()["context"]["knowledge_delivery"]

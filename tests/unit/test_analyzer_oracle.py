@@ -1,5 +1,6 @@
 """The analyzer compiles its CJK character class once (`index/analyzer.py`): it must tokenize
-exactly as the three patterns it replaced, which stay here as the oracle."""
+exactly as the three patterns it replaced, which stay here as the oracle — plus identifiers (words
+joined by _ . - / :), which each stretch of text without CJK adds after its words (schema 3)."""
 
 from __future__ import annotations
 
@@ -20,7 +21,6 @@ from agent_knowledge.index.analyzer import (
 )
 
 # The patterns as they were before the analyzer was rewritten to compile the class once.
-_TOKEN = re.compile(rf"([{CJK_RANGES}]+)|[^\W_{CJK_RANGES}]+")
 _CJK_CHAR = re.compile(rf"[{CJK_RANGES}]")
 _LATIN_WORD = re.compile(rf"[^\W_{CJK_RANGES}]+")
 
@@ -29,27 +29,36 @@ def _bigrams(run: str) -> list[str]:
     return [run] if len(run) == 1 else [run[i : i + 2] for i in range(len(run) - 1)]
 
 
+_CJK_SPLIT = re.compile(rf"([{CJK_RANGES}]+)")
+_IDENTIFIER = re.compile(rf"[^\W_{CJK_RANGES}]+(?:[_.\-/:][^\W_{CJK_RANGES}]+)+")
+
+
+def _identifiers(segment: str) -> list[str]:
+    return [word for word in _IDENTIFIER.findall(segment) if len(word) <= MAX_WORD_CHARS]
+
+
 def oracle_word_tokens(text: str) -> list[str]:
     tokens: list[str] = []
-    for match in _TOKEN.finditer(text):
-        if match.group(1):
-            tokens.extend(_bigrams(match.group(1)))
-        elif len(match.group(0)) <= MAX_WORD_CHARS:
-            tokens.append(match.group(0))
+    for number, segment in enumerate(_CJK_SPLIT.split(text)):
+        if number % 2:  # a CJK run
+            tokens.extend(_bigrams(segment))
+            continue
+        tokens.extend(word for word in _LATIN_WORD.findall(segment) if len(word) <= MAX_WORD_CHARS)
+        tokens.extend(_identifiers(segment))
     return tokens
 
 
 def oracle_query_tokens(query: str) -> QueryTokens:
     words: list[str] = []
     unigrams: list[str] = []
-    for match in _TOKEN.finditer(query):
-        run = match.group(1)
-        if run and len(run) == 1:
-            unigrams.append(run)
-        elif run:
-            words.extend(_bigrams(run))
-        elif len(match.group(0)) <= MAX_WORD_CHARS:
-            words.append(match.group(0))
+    for number, segment in enumerate(_CJK_SPLIT.split(query)):
+        if number % 2 and len(segment) == 1:
+            unigrams.append(segment)
+        elif number % 2:
+            words.extend(_bigrams(segment))
+        else:
+            words.extend(word for word in _LATIN_WORD.findall(segment) if len(word) <= MAX_WORD_CHARS)
+            words.extend(_identifiers(segment))
     return QueryTokens(words=list(dict.fromkeys(words)), unigrams=list(dict.fromkeys(unigrams)))
 
 
