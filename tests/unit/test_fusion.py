@@ -196,3 +196,15 @@ def test_dense_background_is_robust_and_its_spread_has_floors():
     assert background(sample, query, pair_share=3.0).spread == pytest.approx(3.0 * sample.pair_spread)
     assert background(sample, query, pair_share=0.0, min_spread=5.0).spread == 5.0
     assert background(sample, query).spread >= max(raw.spread, MIN_SPREAD)
+
+
+def test_an_idf_is_never_negative_while_deleted_chunks_still_count_in_doc_freq():
+    from agent_knowledge.index.kb_index import KbIndex
+
+    class Searcher:
+        def doc_freq(self, field, term):
+            return 3  # two live chunks hold the term, and a deleted one not merged away yet
+
+    index = KbIndex.__new__(KbIndex)
+    index._searcher, index._idfs = Searcher(), {}
+    assert index._idf("text", "pangolin", 2) > 0

@@ -165,6 +165,10 @@ class KbIndex:
         idf = self._idfs.get((field, term))
         if idf is None:
             frequency = self._searcher.doc_freq(field, term)
+            # doc_freq still counts deleted chunks until their segment is merged, num_docs does not:
+            # a term of a deleted chunk could count more documents than the index holds, and a
+            # negative idf would turn every share of the query negative (below any min_score).
+            total = max(total, frequency)
             idf = math.log(1.0 + (total - frequency + 0.5) / (frequency + 0.5))
             if len(self._idfs) >= MAX_CACHED_IDFS:
                 self._idfs.clear()
