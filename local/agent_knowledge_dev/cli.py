@@ -79,6 +79,9 @@ def _add_commands(parser: argparse.ArgumentParser, commands: Sequence[Command], 
 
 
 def main(argv: Sequence[str] | None = None, commands: Sequence[Command] = COMMANDS) -> int:
+    from agent_knowledge_dev.target import forget_connected_serve
+
+    forget_connected_serve()
     try:
         arguments = build_parser(commands, sys.argv[1:] if argv is None else argv).parse_args(argv)
         if arguments.run.__module__ == "agent_knowledge_dev.commands.serve":

@@ -64,6 +64,12 @@ class StackNames:
 _connected_serve: dict[str, Any] = {}
 
 
+def forget_connected_serve() -> None:
+    """A new command starts connected to nothing: `local_stack_stopped` speaks of the `serve` this
+    command connected to, never of one an earlier command in the same process used."""
+    _connected_serve.clear()
+
+
 def local_stack_stopped() -> bool:
     """Whether the local `serve` this command connected to has stopped: no `serve` holds the lock,
     another one does (a restart: a new, empty stack), or its moto server refuses connections (it
