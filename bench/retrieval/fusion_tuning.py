@@ -35,9 +35,8 @@ from typing import Any
 
 from agent_knowledge.embedding.local import LocalEmbedder
 from agent_knowledge.index.analyzer import query_tokens
-from agent_knowledge.index.dense import MIN_SPREAD, PAIR_SPREAD_SHARE, background, dense_search, samples
+from agent_knowledge.index.dense import MIN_SPREAD, PAIR_SPREAD_SHARE, background, dense_search
 from agent_knowledge.index.kb_index import AnalyzedQuery
-from agent_knowledge.index.vectors import vector_files
 from agent_knowledge.knowledge.fusion import WEIGHTS, FusionWeights, calibrated, rescaled
 from bench.retrieval import dev_sets
 from bench.retrieval.evaluate import chunks_of
@@ -98,8 +97,7 @@ def extract(set_name: str, embedder: LocalEmbedder, systems: dict[str, Any]) -> 
         lexical = served.index.best_per_document(analyzed, DEPTH)
         vector = embedder.embed_query(item.query)
         dense = dense_search(served.manifest, served.directory, vector, DEPTH)
-        entries = sorted(vector_files(served.manifest).items())
-        sample = samples.get(tuple(entry.sha256 for _, entry in entries), [], 0)  # cached by dense_search
+        sample = dense.sample
         raw = background(sample, vector, pair_share=0.0, min_spread=0.0)
         features.append(
             QueryFeatures(

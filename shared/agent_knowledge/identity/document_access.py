@@ -165,7 +165,11 @@ def visible(access: DocumentAccess | None, default: DefaultAccess, viewer: Viewe
     matches an allow entry and none of its entries is denied."""
     if access is None:
         return default == "route"
-    allow, deny = set(access.allow), set(access.deny)
+    return _admitted(set(access.allow), set(access.deny), viewer)
+
+
+def _admitted(allow: set[str], deny: set[str], viewer: Viewer) -> bool:
+    """The rule's core, one place for the record (`visible`) and the index's terms (`visible_terms`)."""
     return all(entries & allow and not entries & deny for entries in viewer.identities)
 
 
@@ -186,7 +190,7 @@ def visible_terms(terms: Iterable[str], default: DefaultAccess, viewer: Viewer) 
         return default == "route"
     allow = {term[1:] for term in kept if term.startswith(ALLOW_PREFIX)}
     deny = {term[1:] for term in kept if term.startswith(DENY_PREFIX)}
-    return all(entries & allow and not entries & deny for entries in viewer.identities)
+    return _admitted(allow, deny, viewer)
 
 
 def index_filter_terms(default: DefaultAccess, viewer: Viewer) -> tuple[list[list[str]], list[str]]:

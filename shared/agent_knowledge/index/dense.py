@@ -16,6 +16,7 @@ import threading
 from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Generic, TypeVar
 
 import numpy as np
 import numpy.typing as npt
@@ -23,6 +24,9 @@ import numpy.typing as npt
 from agent_knowledge.index.layout import IndexManifest
 from agent_knowledge.index.vectors import VectorFile, VectorHit, open_vector_file, vector_files
 from agent_knowledge.runtime.per_container import on_reset
+
+K = TypeVar("K")
+V = TypeVar("V")
 
 # Rows read per wanted document: a document's best chunk wins, the others only fill its place.
 ROWS_PER_DOCUMENT = 3
@@ -42,30 +46,40 @@ PAIR_SPREAD_SHARE = 1.2
 MIN_SPREAD = 0.01
 
 
-class OpenedVectors:
-    """Memory-mapped vector files of this container, least recently used dropped first."""
+class _Recent(Generic[K, V]):
+    """A container's values by key, least recently used dropped first, each made once (thread-safe)."""
 
-    def __init__(self, capacity: int = MAX_OPEN_FILES) -> None:
-        self._files: OrderedDict[str, VectorFile] = OrderedDict()
+    def __init__(self, capacity: int) -> None:
+        self._values: OrderedDict[K, V] = OrderedDict()
         self._lock = threading.Lock()
         self._capacity = capacity
 
-    def get(self, sha256: str, path: str, space: str | None = None) -> VectorFile:
+    def get(self, key: K, make: Callable[[], V]) -> V:
         with self._lock:
-            opened = self._files.get(sha256)
-            if opened is not None:
-                self._files.move_to_end(sha256)
-                return opened
-        opened = open_vector_file(path, space)
+            value = self._values.get(key)
+            if value is not None:
+                self._values.move_to_end(key)
+                return value
+        value = make()
         with self._lock:
-            self._files[sha256] = opened
-            while len(self._files) > self._capacity:
-                self._files.popitem(last=False)
-        return opened
+            self._values[key] = value
+            while len(self._values) > self._capacity:
+                self._values.popitem(last=False)
+        return value
 
     def clear(self) -> None:
         with self._lock:
-            self._files.clear()
+            self._values.clear()
+
+
+class OpenedVectors(_Recent[str, VectorFile]):
+    """Memory-mapped vector files of this container, by content address."""
+
+    def __init__(self, capacity: int = MAX_OPEN_FILES) -> None:
+        super().__init__(capacity)
+
+    def open(self, sha256: str, path: str, space: str | None = None) -> VectorFile:
+        return self.get(sha256, lambda: open_vector_file(path, space))
 
 
 opened_vectors = OpenedVectors()
@@ -98,6 +112,7 @@ class DenseBackground:
 class DenseResult:
     hits: list[VectorHit]  # the best chunk of each document, best first
     background: DenseBackground
+    sample: _Sample  # the rows the background was measured on
 
 
 class _Sample:
@@ -120,33 +135,8 @@ class _Sample:
         self.pair_spread = ROBUST_SCALE * float(np.median(np.abs(pairs - middle))) if len(pairs) else 0.0
 
 
-class _Samples:
-    """Samples by generation files (content addresses): computed once per container and file set."""
-
-    def __init__(self, capacity: int = 64) -> None:
-        self._samples: OrderedDict[tuple[str, ...], _Sample] = OrderedDict()
-        self._lock = threading.Lock()
-        self._capacity = capacity
-
-    def get(self, key: tuple[str, ...], files: list[VectorFile], rows: int) -> _Sample:
-        with self._lock:
-            sample = self._samples.get(key)
-            if sample is not None:
-                self._samples.move_to_end(key)
-                return sample
-        sample = _Sample(files, rows)
-        with self._lock:
-            self._samples[key] = sample
-            while len(self._samples) > self._capacity:
-                self._samples.popitem(last=False)
-        return sample
-
-    def clear(self) -> None:
-        with self._lock:
-            self._samples.clear()
-
-
-samples = _Samples()
+# Samples by generation files (content addresses): computed once per container and file set.
+samples: _Recent[tuple[str, ...], _Sample] = _Recent(capacity=64)
 on_reset(samples.clear)
 
 
@@ -178,9 +168,10 @@ def dense_search(
     """`dense_hits` and the query's background over the same files."""
     entries = sorted(vector_files(manifest).items())
     space = manifest.embedding_model_id or None  # a file of another model is corrupt (VectorFileCorrupt)
-    files = [opened.get(entry.sha256, os.path.join(directory, name), space) for name, entry in entries]
-    sample = samples.get(tuple(entry.sha256 for _, entry in entries), files, BACKGROUND_ROWS)
-    return DenseResult(_best_per_document(files, query, documents, current_revision), background(sample, query))
+    files = [opened.open(entry.sha256, os.path.join(directory, name), space) for name, entry in entries]
+    sample = samples.get(tuple(entry.sha256 for _, entry in entries), lambda: _Sample(files, BACKGROUND_ROWS))
+    hits = _best_per_document(files, query, documents, current_revision)
+    return DenseResult(hits, background(sample, query), sample)
 
 
 def dense_hits(
@@ -197,8 +188,9 @@ def dense_hits(
     rows found for a document are of more than one revision, `current_revision` (the revision the
     served index holds) picks the rows that count, so that an old row never hides the current one.
     Rows of one revision only are taken as they are: validation drops them if they are stale."""
+    space = manifest.embedding_model_id or None
     files = [
-        opened.get(entry.sha256, os.path.join(directory, name))
+        opened.open(entry.sha256, os.path.join(directory, name), space)
         for name, entry in sorted(vector_files(manifest).items())
     ]
     return _best_per_document(files, query, documents, current_revision)
