@@ -245,8 +245,13 @@ class LocalFiles:
                     continue
                 except FileExistsError:
                     pass
-            if not os.path.samefile(source, target):  # searches that opened the old copy keep it
-                replacement = f"{target}.{uuid.uuid4().hex}.adopted"
+            try:
+                same = os.path.samefile(source, target)
+            except FileNotFoundError:  # pruned meanwhile by another thread: put ours in its place
+                same = False
+            if not same:  # searches that opened the old copy keep it
+                # `.part`: a concurrent prune spares in-flight names, as it spares downloads.
+                replacement = f"{target}.{uuid.uuid4().hex}.adopted.part"
                 os.link(source, replacement)
                 os.replace(replacement, target)
 
