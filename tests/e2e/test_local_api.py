@@ -14,12 +14,6 @@ from tests.support.folders import write_folder
 from tests.support.local_api import ServedApi, cli_environment, start_server
 
 
-def _implemented(reply) -> None:  # type: ignore[no-untyped-def]
-    """Search and read landed after this suite was written; before that they answered 501."""
-    if reply.status == 501:
-        pytest.skip("endpoint not implemented yet")
-
-
 def test_capabilities_with_the_printed_token(local_api: ServedApi):
     assert local_api.token == DEMO_TOKEN
     reply = local_api.capabilities()
@@ -67,7 +61,6 @@ def test_bad_bodies_are_400_invalid_request(local_api: ServedApi):
         local_api.read({"ref": "x", "max_bytes": 100}),
     ]
     for reply in cases:
-        _implemented(reply)
         assert reply.status == 400, reply.body
         assert reply.json()["error"] == "invalid_request"
     for reply in cases[:4]:
@@ -76,7 +69,6 @@ def test_bad_bodies_are_400_invalid_request(local_api: ServedApi):
 
 def test_search_then_read_every_page_following_next_cursor(local_api: ServedApi):
     search = local_api.search({"query": "How do I report a lost laptop?", "limit": 3})
-    _implemented(search)
     assert search.status == 200
     assert_matches_spec(search, "POST", "search")
     body = search.json()
@@ -104,7 +96,6 @@ def test_search_then_read_every_page_following_next_cursor(local_api: ServedApi)
 
 def test_chinese_query_finds_the_chinese_handbook(local_api: ServedApi):
     reply = local_api.search({"query": "设备丢失应该怎么办？"})
-    _implemented(reply)
     assert reply.status == 200
     assert_matches_spec(reply, "POST", "search")
     titles = [hint["title"] for hint in reply.json()["hints"]]
@@ -113,7 +104,6 @@ def test_chinese_query_finds_the_chinese_handbook(local_api: ServedApi):
 
 def test_tampered_reference_is_400_knowledge_reference_invalid(local_api: ServedApi):
     search = local_api.search({"query": "code review"})
-    _implemented(search)
     ref = search.json()["hints"][0]["ref"]
     tampered = ref[:-4] + ("AAAA" if not ref.endswith("AAAA") else "BBBB")
     reply = local_api.read({"ref": tampered})
@@ -180,7 +170,6 @@ def test_bulk_ingest_of_a_folder_with_one_broken_file(local_api: ServedApi, tmp_
     issued = local_api.cli("session", "issue", "--client", "office-agent", "--route", "office", "--principal-id", "u1")
     token = json.loads(issued.stdout)["access_token"]
     reply = local_api.search({"query": "bicycle racks"}, route="office", token=token)
-    _implemented(reply)
     assert reply.status == 200
     assert [hint["title"] for hint in reply.json()["hints"]][0] == "Parking and bicycles"
 
