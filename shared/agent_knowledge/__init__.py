@@ -12,7 +12,10 @@ Where each part of the protocol lives (sections of docs/DESIGN.md):
     §9 turns ......................... turns/
     §10 ingestion .................... ingest/ (source objects → documents → index changes)
     §10 the search index ............. index/ (segments, manifests, updates, reader cache)
-    storage .......................... repositories/ (the only code that touches botocore)
+    §13 MCP .......................... mcp/ (tool catalog, Streamable HTTP, origins)
+    §14 document-level access ........ identity/document_access
+    embeddings ....................... embedding/ (providers; Bedrock calls botocore itself)
+    storage .......................... repositories/ (AWS, except the Bedrock runtime clients)
 
 Root modules: `limits` (every protocol number), `errors` (the one exception root and the domain
 error ladder), `settings`, `records` (stored records), `models` (API models), `wire` (exact JSON
