@@ -1,12 +1,12 @@
 """Put, delete and list a knowledge base's documents; publish their changes to the index.
 
-A put validates and prepares everything first (`document_content`), so bad input changes
+A put validates and prepares everything first (`content.prepare_document`), so bad input changes
 nothing stored. Then the body goes to S3 under a key unique to this write, and the metadata
 record switches to it with a conditional write on the exact version it replaces (its
 `write_id`), so two writers of one document never overwrite each other blindly, and a body is
 only ever deleted by the write that replaced it. Removing a replaced body is best effort (an
 orphan costs storage, never correctness). Every change marks the record pending until a
-published index generation includes it (`ingest.indexing`); a retried put of unchanged content
+published index generation includes it (`index/publish.py`); a retried put of unchanged content
 re-indexes if that never happened, and re-uploads the body if it is missing.
 
 Changes that come from the sources bucket carry the S3 event's sequencer (`SourceVersion`): an
