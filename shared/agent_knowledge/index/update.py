@@ -9,7 +9,7 @@ bitsets of the segments that lost chunks, whatever the policy merged) are upload
 published conditionally. If another writer published first, the batch is
 applied again on top of its generation, with the records read again, so no change is lost. A KB
 without a readable current generation (never built, another schema or tantivy version, a corrupt
-manifest or file) is rebuilt in full instead (`index_rebuild`). A container whose ephemeral
+manifest or file) is rebuilt in full instead (`rebuild.rebuild_kb_index`). A container whose ephemeral
 storage cannot hold the index fails the batch with `IndexDoesNotFit` before downloading anything.
 
 Only the segments holding the changed documents are shown to tantivy's writer, together with the
