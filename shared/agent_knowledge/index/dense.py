@@ -16,14 +16,17 @@ import threading
 from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Generic, TypeVar
+from typing import TYPE_CHECKING, Generic, TypeVar
 
 import numpy as np
 import numpy.typing as npt
 
 from agent_knowledge.index.layout import IndexManifest
-from agent_knowledge.index.vectors import VectorFile, VectorHit, open_vector_file, vector_files
+from agent_knowledge.index.vectors import SAMPLE_ROWS, VectorFile, VectorHit, open_vector_file, vector_files
 from agent_knowledge.runtime.per_container import on_reset
+
+if TYPE_CHECKING:
+    from agent_knowledge.index.vector_ranges import RangeReads, Store
 
 K = TypeVar("K")
 V = TypeVar("V")
@@ -34,7 +37,7 @@ MAX_OPEN_FILES = 256
 # Rows of a KB's vector files the query is compared with to learn what the model gives unrelated
 # text of this KB (`DenseBackground`): evenly spaced over the files' rows, so the same for every
 # query of a generation: with 256 rows the median's standard error is about 0.08 spreads.
-BACKGROUND_ROWS = 256
+BACKGROUND_ROWS = SAMPLE_ROWS
 # The median absolute deviation times this estimates a normal distribution's standard deviation.
 ROBUST_SCALE = 1.4826
 # The query's spread is taken at least this share of the spread of cosines between the KB's sampled
@@ -73,13 +76,32 @@ class _Recent(Generic[K, V]):
 
 
 class OpenedVectors(_Recent[str, VectorFile]):
-    """Memory-mapped vector files of this container, by content address."""
+    """Opened vector files of this container, by content address: memory-mapped if the generation's
+    directory holds them, else read by need (index/vector_ranges)."""
 
     def __init__(self, capacity: int = MAX_OPEN_FILES) -> None:
         super().__init__(capacity)
 
     def open(self, sha256: str, path: str, space: str | None = None) -> VectorFile:
         return self.get(sha256, lambda: open_vector_file(path, space))
+
+    def open_entry(
+        self, manifest: IndexManifest, directory: str, name: str, remote: Remote | None, space: str | None
+    ) -> VectorFile:
+        entry = manifest.files[name]
+        path = os.path.join(directory, name)
+        if remote is None or os.path.exists(path):
+            return self.open(entry.sha256, path, space)
+        from agent_knowledge.index.vector_ranges import open_by_need
+
+        objects, store = remote
+        key = manifest.file_key(name)
+        return self.get(entry.sha256, lambda: open_by_need(objects, key, entry.sha256, entry.size, store, space))
+
+
+# Where a generation's vector files that its directory lacks are read from: the bucket, and this
+# container's local store (`ServedIndex.objects`, `ServedIndex.files`).
+Remote = tuple["RangeReads", "Store"]
 
 
 opened_vectors = OpenedVectors()
@@ -125,8 +147,9 @@ class _Sample:
         for file in files:
             share = min(file.rows, max(1, round(rows * file.rows / total))) if total and file.rows else 0
             if share:
-                numbers = np.unique(np.linspace(0, file.rows - 1, share).astype(np.intp))
-                codes, scales = file.quantised(numbers)
+                # Rows evenly spaced over the file; a partitioned file (format 3) stores SAMPLE_ROWS
+                # such rows in its head, so a file read by need gives its sample without its lists.
+                codes, scales = file.sample(share)
                 parts.append(codes.astype(np.float32) * scales[:, None])
         self.vectors = np.concatenate(parts) if parts else np.zeros((0, 1), np.float32)
         self.rows = total
@@ -164,11 +187,13 @@ def dense_search(
     documents: int,
     current_revision: Callable[[str], str | None] = lambda doc_id: None,
     opened: OpenedVectors = opened_vectors,
+    remote: Remote | None = None,
 ) -> DenseResult:
-    """`dense_hits` and the query's background over the same files."""
+    """`dense_hits` and the query's background over the same files (`remote`: where the files
+    `directory` lacks are read by need)."""
     entries = sorted(vector_files(manifest).items())
     space = manifest.embedding_model_id or None  # a file of another model is corrupt (VectorFileCorrupt)
-    files = [opened.open(entry.sha256, os.path.join(directory, name), space) for name, entry in entries]
+    files = [opened.open_entry(manifest, directory, name, remote, space) for name, _ in entries]
     sample = samples.get(tuple(entry.sha256 for _, entry in entries), lambda: _Sample(files, BACKGROUND_ROWS))
     hits = _best_per_document(files, query, documents, current_revision)
     return DenseResult(hits, background(sample, query), sample)
@@ -181,6 +206,7 @@ def dense_hits(
     documents: int,
     current_revision: Callable[[str], str | None] = lambda doc_id: None,
     opened: OpenedVectors = opened_vectors,
+    remote: Remote | None = None,
 ) -> list[VectorHit]:
     """The best chunk of each of the `documents` documents most similar to `query`, best first.
 
@@ -189,10 +215,7 @@ def dense_hits(
     served index holds) picks the rows that count, so that an old row never hides the current one.
     Rows of one revision only are taken as they are: validation drops them if they are stale."""
     space = manifest.embedding_model_id or None
-    files = [
-        opened.open(entry.sha256, os.path.join(directory, name), space)
-        for name, entry in sorted(vector_files(manifest).items())
-    ]
+    files = [opened.open_entry(manifest, directory, name, remote, space) for name in sorted(vector_files(manifest))]
     return _best_per_document(files, query, documents, current_revision)
 
 

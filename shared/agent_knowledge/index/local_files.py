@@ -39,7 +39,7 @@ from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Protocol
 
-from agent_knowledge.index.layout import IndexCorrupt, IndexManifest, IndexUnavailable
+from agent_knowledge.index.layout import VECTOR_ROLE, IndexCorrupt, IndexFile, IndexManifest, IndexUnavailable
 from agent_knowledge.index.sizing import MARGIN_BYTES
 from agent_knowledge.repositories.bodies import BodyMissing, BodyReplaced, Sink
 
@@ -49,6 +49,9 @@ ROOT = os.path.join(tempfile.gettempdir(), "agent-knowledge-indexes")
 ROOM_MARGIN_BYTES = MARGIN_BYTES
 # Parallel downloads of one generation's files (S3 serves each GET at roughly 50–100 MB/s).
 DOWNLOAD_THREADS = 8
+# A vector file larger than this is not downloaded with its generation when the bucket reads ranges:
+# search reads its head and the lists it probes (index/vector_ranges). Smaller files are read whole.
+BY_NEED_BYTES = 4 << 20
 DOES_NOT_FIT = "the knowledge base index does not fit this container's ephemeral storage"
 _NO_ROOM = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EFBIG})
 
@@ -109,24 +112,58 @@ class LocalFiles:
         self._open = os.path.join(root, "open")
         self._pins: dict[str, frozenset[str]] = {}
         self._lock = threading.Lock()
+        self.by_need_bytes = BY_NEED_BYTES
+
+    def by_need(self, entry: IndexFile, bodies: object) -> bool:
+        """Whether `entry` is left out of `materialize` and read by need (a large vector file, from
+        a bucket that reads ranges)."""
+        if entry.role != VECTOR_ROLE or entry.size <= self.by_need_bytes:
+            return False
+        from agent_knowledge.index.vector_ranges import RangeReads  # numpy: only for a KB with vectors
+
+        return isinstance(bodies, RangeReads)
+
+    def ranges_path(self, sha256: str) -> str:
+        """The sparse local copy of a file read by need (pinned and pruned with the object)."""
+        os.makedirs(self._objects, exist_ok=True)
+        return f"{self._object(sha256)}.ranges"
+
+    def fetch_object(self, bodies: Downloads, key: str, sha256: str, size: int) -> str:
+        """The stored object `sha256`, downloaded whole first if this store lacks it (a vector file
+        found not to be read by need). The caller's generation pins it."""
+        if not os.path.exists(self._object(sha256)):
+            try:
+                self.ensure_free(size)
+                os.makedirs(self._objects, exist_ok=True)
+                self._download(bodies, key, sha256, size)
+            except OSError as exc:
+                raise storage_failure(exc) from exc
+        return self._object(sha256)
 
     def _object(self, sha256: str) -> str:
         return os.path.join(self._objects, sha256)
 
-    def missing_bytes(self, manifest: IndexManifest) -> int:
-        return sum(entry.size for entry in manifest.files.values() if not os.path.exists(self._object(entry.sha256)))
+    def missing_bytes(self, manifest: IndexManifest, bodies: object = None) -> int:
+        """Bytes of `manifest`'s files this store lacks (less those read by need from `bodies`)."""
+        return sum(
+            entry.size
+            for entry in manifest.files.values()
+            if not os.path.exists(self._object(entry.sha256)) and not self.by_need(entry, bodies)
+        )
 
     def free_bytes(self) -> int:
         """Free space of the file system this store writes to."""
         os.makedirs(self._objects, exist_ok=True)
         return shutil.disk_usage(self._objects).free
 
-    def ensure_room(self, manifest: IndexManifest, replacing: IndexManifest | None = None) -> None:
+    def ensure_room(
+        self, manifest: IndexManifest, replacing: IndexManifest | None = None, bodies: object = None
+    ) -> None:
         """Raise IndexDoesNotFit, before anything is downloaded, if the files of `manifest` this
         store lacks do not fit in the free space less ROOM_MARGIN_BYTES. `replacing`: a generation
         let go of before the download (its own files free their space). OSError if the store's
         directory cannot even be created."""
-        needed = self.missing_bytes(manifest)
+        needed = self.missing_bytes(manifest, bodies)
         if needed == 0:
             return
         freed = 0
@@ -151,7 +188,7 @@ class LocalFiles:
         the local files cannot be written; on any failure nothing of it stays pinned (files
         downloaded for it are deleted unless another generation uses them)."""
         try:
-            self.ensure_room(manifest)
+            self.ensure_room(manifest, bodies=bodies)
         except OSError as exc:
             raise storage_failure(exc) from exc
         wanted = frozenset(entry.sha256 for entry in manifest.files.values())
@@ -164,13 +201,14 @@ class LocalFiles:
             self._pins[directory] = wanted
         try:
             os.makedirs(self._objects, exist_ok=True)
+            here = {name: entry for name, entry in manifest.files.items() if not self.by_need(entry, bodies)}
             missing = {
                 entry.sha256: (manifest.file_key(name), entry.size)
-                for name, entry in manifest.files.items()
+                for name, entry in here.items()
                 if not os.path.exists(self._object(entry.sha256))
             }
             downloaded = self._download_all(bodies, sorted(missing.items(), key=lambda item: -item[1][1]))
-            for name, entry in manifest.files.items():
+            for name, entry in here.items():
                 target = os.path.join(directory, name)
                 try:
                     os.link(self._object(entry.sha256), target)
@@ -280,7 +318,8 @@ class LocalFiles:
         except FileNotFoundError:
             return
         for name in names:
-            if name not in pinned and not name.endswith(".part"):
+            # `{sha256}.ranges`, a file read by need, goes with the object `sha256`.
+            if name.partition(".")[0] not in pinned and not name.endswith(".part"):
                 try:
                     os.unlink(os.path.join(self._objects, name))
                 except FileNotFoundError:

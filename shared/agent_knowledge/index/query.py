@@ -269,10 +269,13 @@ def _kb_candidates(
     lexical = served.index.best_per_document(analyzed, depth, access)
     asked = depth
     seen: dict[str, bool] = {}  # doc_id → admitted, across the rounds below
+    # Vector files the served directory lacks are read by need from the bucket (index/vector_ranges).
+    remote = (served.objects, served.files) if served.objects is not None and served.files is not None else None
     while True:
         dense = dense_search(
-            served.manifest, served.directory, vector, asked, lambda doc_id: _revision(served.index, doc_id)
-        )
+            served.manifest, served.directory, vector, asked, lambda doc_id: _revision(served.index, doc_id),
+            remote=remote,  # type: ignore[arg-type]  # a store without ranges downloads every file
+        )  # fmt: skip
         if access is None:
             break
         for hit in dense.hits:

@@ -77,6 +77,7 @@ class _Entry:
     manifest_key: str
     index: KbIndex
     directory: str
+    objects: IndexObjects | None = None  # where its vector files read by need come from
 
 
 @dataclass(frozen=True)
@@ -89,10 +90,15 @@ class ServedIndex:
     # The generation's manifest and the directory its files are in (vector files: `index/dense`).
     manifest: IndexManifest | None = None
     directory: str | None = None
+    # Vector files not in `directory` are read by need from `objects` into `files` (index/vector_ranges).
+    objects: IndexObjects | None = None
+    files: LocalFiles | None = None
 
 
-def _served(entry: _Entry, stale: bool) -> ServedIndex:
-    return ServedIndex(entry.index, stale=stale, manifest=entry.manifest, directory=entry.directory)
+def _served(entry: _Entry, stale: bool, files: LocalFiles) -> ServedIndex:
+    return ServedIndex(
+        entry.index, stale=stale, manifest=entry.manifest, directory=entry.directory, objects=entry.objects, files=files
+    )
 
 
 @dataclass(frozen=True)
@@ -135,11 +141,11 @@ class IndexCache:
         newest = kb.index_manifests[0]
         entry = self._entries.get(kb.kb_id)
         if entry is not None and entry.manifest_key == newest:
-            return _served(entry, stale=False)
+            return _served(entry, stale=False, files=self.files)
         with self._kb_lock(kb.kb_id):
             entry = self._entries.get(kb.kb_id)
             if entry is not None and entry.manifest_key == newest:
-                return _served(entry, stale=False)
+                return _served(entry, stale=False, files=self.files)
             failed = self._failed.get(kb.kb_id)
             recently_failed = (
                 failed is not None and failed[0] == newest and time.monotonic() - failed[1] < RETRY_SECONDS
@@ -147,9 +153,9 @@ class IndexCache:
             if recently_failed:
                 if entry is None:
                     raise IndexUnavailable("the knowledge base's index cannot be loaded; retrying shortly")
-                return _served(entry, stale=True)
+                return _served(entry, stale=True, files=self.files)
             served = self._sync(bodies, kb, entry)
-            return _served(served, stale=served.manifest_key != newest)
+            return _served(served, stale=served.manifest_key != newest, files=self.files)
 
     def _sync(self, bodies: IndexObjects, kb: KnowledgeBaseRecord, entry: _Entry | None) -> _Entry:
         newest = kb.index_manifests[0]
@@ -177,11 +183,13 @@ class IndexCache:
         owner = f"index-cache:{kb_id}"
         # Mostly new files (a full rebuild): let go of the old generation first, so /tmp never
         # holds two whole copies of the index.
-        replace = entry is not None and 2 * self.files.missing_bytes(manifest) > manifest.total_bytes
+        replace = entry is not None and 2 * self.files.missing_bytes(manifest, bodies) > manifest.total_bytes
         try:
             try:
                 # Refused before anything is downloaded (or let go of) if it cannot fit.
-                self.files.ensure_room(manifest, replacing=entry.manifest if entry is not None and replace else None)
+                self.files.ensure_room(
+                    manifest, replacing=entry.manifest if entry is not None and replace else None, bodies=bodies
+                )
                 if entry is not None and replace:
                     self._drop(kb_id, entry)
                 index, directory, downloaded = open_generation(self.files, bodies, manifest, owner)
@@ -191,7 +199,7 @@ class IndexCache:
             current = self._entries.get(kb_id)
             self.files.hold(owner, [current.manifest] if current else [])  # frees the partial files
             raise
-        loaded = _Entry(manifest=manifest, manifest_key=key, index=index, directory=directory)
+        loaded = _Entry(manifest=manifest, manifest_key=key, index=index, directory=directory, objects=bodies)
         self._entries[kb_id] = loaded
         self.last_sync[kb_id] = SyncReport(manifest_key=key, downloaded_bytes=downloaded)
         if entry is not None:

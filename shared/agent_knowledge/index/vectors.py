@@ -38,8 +38,11 @@ import json
 import math
 import mmap
 import os
+import re
 import struct
-from collections.abc import Iterable, Sequence
+import threading
+import zlib
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -52,8 +55,15 @@ if TYPE_CHECKING:
     from agent_knowledge.index.layout import IndexFile, IndexManifest
 
 MAGIC = b"AKVEC\x00\x01\x00"
-FORMAT_VERSION = 2  # 2: inverted-file partition (centroids, list offsets) instead of sign bits
-READABLE_FORMATS = (1, FORMAT_VERSION)
+# Format of a file scanned whole (up to `partition_rows` rows): flat arrays. 2: inverted-file
+# partition (centroids, list offsets) instead of format 1's sign bits; partitioned files were
+# written in format 2 until format 3, and are still read (whole, like a small file).
+FORMAT_VERSION = 2
+# Format of a partitioned file: a head (header, centroids, list offsets, each list block's place and
+# CRC-32, the background sample) then one block per list with all of its rows' arrays, so that a
+# search container reads the head and the lists a query probes by ranged GETs (index/vector_ranges).
+LISTS_FORMAT = 3
+READABLE_FORMATS = (1, FORMAT_VERSION, LISTS_FORMAT)
 EXTENSION = "vectors"
 # Up to this many rows every row is scored with its int8 codes (exact up to quantisation); a file
 # of more rows is written partitioned.
@@ -94,10 +104,21 @@ ARRAY_DIMENSIONS = {
 }
 REQUIRED_ARRAYS = ("codes", "scales", "doc_numbers", "chunk_indexes", "digests")
 PARTITION_ARRAYS = ("centroids", "list_offsets")  # format 2
+# Format 3: the head's arrays, and the bytes per row of each array of a list block (codes: d).
+HEAD_ARRAYS = ("centroids", "list_offsets", "list_bytes", "list_crc32", "sample_codes", "sample_scales")
+HEAD_DTYPES = {"list_bytes": "<u8", "list_crc32": "<u4", "sample_codes": "|i1", "sample_scales": "<f4"}
+HEAD_DIMENSIONS = {"list_bytes": 1, "list_crc32": 1, "sample_codes": 2, "sample_scales": 1}
+_BLOCK_ROW_BYTES = {"codes": 0, "scales": 4, "doc_numbers": 4, "chunk_indexes": 4, "digests": DIGEST_BYTES}
+# Rows of a partitioned file's background sample (index/dense `_Sample`: the KB's sample takes at
+# most this many rows of any one file).
+SAMPLE_ROWS = 256
 # Bounds of a header's numbers (anything beyond is damage): dimensions of any embedding model in
 # use (Titan's 1024 at most), rows numbered by uint32.
 MAX_DIMENSIONS = 65_536
 MAX_ROWS = 2**32 - 1
+MAX_FILE_BYTES = 2**63 - 1
+# How a format 3 header starts: its head's size (from the arrays' start) is in a file's first bytes.
+HEAD_PREFIX = re.compile(rb'\{"format":3,"lists_at":(\d{1,19}),')
 
 
 def vector_files(manifest: IndexManifest) -> dict[str, IndexFile]:
@@ -217,7 +238,9 @@ def write_quantised(
     scales: npt.NDArray[np.float32],
     partition_rows: int = EXACT_ROWS,
 ) -> None:
-    """Write the vector file of `rows` and their int8 `codes` and `scales` (`quantise`) to `target`.
+    """Write the vector file of `rows` and their int8 `codes` and `scales` (`quantise`) to `target`:
+    format 2 (flat arrays) up to `partition_rows` rows, format 3 (partitioned, one block per list)
+    above.
 
     What a merge writes: the rows keep their codes (no second quantisation), and the codes are
     streamed to `target` list by list, never copied whole — a merged file of a million rows at 512
@@ -229,56 +252,117 @@ def write_quantised(
         raise ValueError(f"codes must be int8 (`quantise`), got {codes.dtype}")
     if not (np.isfinite(scales).all() and bool((scales >= 0).all())):
         raise ValueError("scales must be finite and non-negative")
-    dimensions = int(codes.shape[1])
-    order: npt.NDArray[np.intp] | None = None
     if len(rows) > partition_rows:
-        centroids, assignment = partition(codes, scales, list_count(len(rows)))
-        order = np.argsort(assignment, kind="stable")
-        offsets = np.concatenate([[0], np.cumsum(np.bincount(assignment, minlength=len(centroids)))])
-        rows = [rows[i] for i in order]
-        scales = scales[order]
-    else:
-        centroids, offsets = np.zeros((0, dimensions), np.float32), np.zeros(1, np.int64)
+        _write_lists(target, model_id, rows, codes, scales)
+        return
+    dimensions = int(codes.shape[1])
+    documents, doc_numbers, chunk_indexes, digests = _row_arrays(rows)
+    arrays: dict[str, npt.NDArray[Any]] = {
+        "codes": codes,
+        "scales": np.ascontiguousarray(scales, dtype=np.float32),
+        "centroids": np.zeros((0, dimensions), np.float32),
+        "list_offsets": np.zeros(1, np.uint64),
+        "doc_numbers": doc_numbers,
+        "chunk_indexes": chunk_indexes,
+        "digests": digests,
+    }
+    header = {"format": FORMAT_VERSION, "model_id": model_id, "dimensions": dimensions, "rows": len(rows)}
+    _write_head(target, {**header, "documents": [list(key) for key in documents]}, arrays)
+
+
+def _row_arrays(
+    rows: Sequence[VectorRow],
+) -> tuple[dict[tuple[str, str], int], npt.NDArray[np.uint32], npt.NDArray[np.uint32], npt.NDArray[np.uint8]]:
+    """The documents (numbered in order of first row) and the per-row document numbers, chunk
+    numbers and digests of `rows`."""
     documents: dict[tuple[str, str], int] = {}
     doc_numbers = np.fromiter(
         (documents.setdefault((r.doc_id, r.revision), len(documents)) for r in rows), np.uint32, len(rows)
     )
     chunk_indexes = np.fromiter((r.chunk_index for r in rows), np.uint32, len(rows))
     digests = np.frombuffer(b"".join(bytes.fromhex(r.chunk_digest) for r in rows), np.uint8).reshape(-1, DIGEST_BYTES)
-    arrays: dict[str, npt.NDArray[Any]] = {
-        "codes": codes,  # written in `order` below
-        "scales": np.ascontiguousarray(scales, dtype=np.float32),
-        "centroids": centroids.astype(np.float32),
-        "list_offsets": offsets.astype(np.uint64),
-        "doc_numbers": doc_numbers,
-        "chunk_indexes": chunk_indexes,
-        "digests": digests,
-    }
+    return documents, doc_numbers, chunk_indexes, digests
+
+
+def _write_head(target: Sink, header: dict[str, Any], arrays: dict[str, npt.NDArray[Any]]) -> int:
+    """MAGIC, the header (with each array's place) and `arrays`; returns where the arrays end
+    (relative to their start)."""
     layout: dict[str, list[Any]] = {}
     offset = 0
     for name, array in arrays.items():
         layout[name] = [offset, np.dtype(array.dtype).str, list(array.shape)]
         offset += _padded(array.nbytes)
-    header = json.dumps(
-        {
-            "format": FORMAT_VERSION,
-            "model_id": model_id,
-            "dimensions": dimensions,
-            "rows": len(rows),
-            "documents": [list(key) for key in documents],
-            "arrays": layout,
-        },
-        separators=(",", ":"),
-    ).encode("utf-8")
-    start = _padded(len(MAGIC) + 4 + len(header))
-    target.write(MAGIC + struct.pack("<I", len(header)) + header + b"\0" * (start - len(MAGIC) - 4 - len(header)))
-    for name, array in arrays.items():
-        if name == "codes" and order is not None:
-            for first in range(0, len(order), ASSIGN_BLOCK_ROWS):
-                target.write(np.ascontiguousarray(codes[order[first : first + ASSIGN_BLOCK_ROWS]]).data)
-        else:
-            target.write(np.ascontiguousarray(array).data)
+    encoded = json.dumps({**header, "arrays": layout}, separators=(",", ":")).encode("utf-8")
+    start = _padded(len(MAGIC) + 4 + len(encoded))
+    target.write(MAGIC + struct.pack("<I", len(encoded)) + encoded + b"\0" * (start - len(MAGIC) - 4 - len(encoded)))
+    for array in arrays.values():
+        target.write(np.ascontiguousarray(array).data)
         target.write(b"\0" * (_padded(array.nbytes) - array.nbytes))
+    return offset
+
+
+def block_layout(rows: int, dimensions: int) -> tuple[dict[str, tuple[int, int]], int]:
+    """Where each per-row array of a list block of `rows` rows lies in the block (offset, bytes),
+    and the block's size: codes, scales, document numbers, chunk numbers, digests, each 64-aligned."""
+    places: dict[str, tuple[int, int]] = {}
+    offset = 0
+    for name, row_bytes in _BLOCK_ROW_BYTES.items():
+        size = rows * (dimensions if name == "codes" else row_bytes)
+        places[name] = (offset, size)
+        offset += _padded(size)
+    return places, offset
+
+
+def _write_lists(
+    target: Sink,
+    model_id: str,
+    rows: Sequence[VectorRow],
+    codes: npt.NDArray[np.int8],
+    scales: npt.NDArray[np.float32],
+) -> None:
+    """Format 3: the head (header, centroids, list offsets, list blocks' places and CRC-32s, the
+    background sample), then one block per list holding everything of its rows."""
+    dimensions = int(codes.shape[1])
+    centroids, assignment = partition(codes, scales, list_count(len(rows)))
+    order = np.argsort(assignment, kind="stable")
+    offsets = np.concatenate([[0], np.cumsum(np.bincount(assignment, minlength=len(centroids)))]).astype(np.int64)
+    rows = [rows[i] for i in order]
+    ordered_scales = np.ascontiguousarray(scales[order], dtype=np.float32)
+    documents, doc_numbers, chunk_indexes, digests = _row_arrays(rows)
+    # The background sample (index/dense): SAMPLE_ROWS rows evenly spaced in the file's order,
+    # stored in the head so that a file read by need has it without reading its lists.
+    sampled = np.unique(np.linspace(0, len(rows) - 1, min(len(rows), SAMPLE_ROWS)).astype(np.intp))
+
+    def block(number: int) -> bytes:
+        first, end = int(offsets[number]), int(offsets[number + 1])
+        parts = (
+            codes[order[first:end]], ordered_scales[first:end], doc_numbers[first:end],
+            chunk_indexes[first:end], digests[first:end],
+        )  # fmt: skip
+        return b"".join(np.ascontiguousarray(part).tobytes() + b"\0" * (-part.nbytes % _ALIGN) for part in parts)
+
+    lists = len(centroids)
+    sizes = np.array([block_layout(int(offsets[n + 1] - offsets[n]), dimensions)[1] for n in range(lists)], np.int64)
+    checksums = np.array([zlib.crc32(block(n)) for n in range(lists)], np.uint32)
+    head: dict[str, npt.NDArray[Any]] = {
+        "centroids": centroids.astype(np.float32),
+        "list_offsets": offsets.astype(np.uint64),
+        "list_bytes": np.zeros(lists + 1, np.uint64),  # filled below, once the head's size is known
+        "list_crc32": checksums,
+        "sample_codes": np.ascontiguousarray(codes[order[sampled]]),
+        "sample_scales": ordered_scales[sampled],
+    }
+    lists_at = sum(_padded(array.nbytes) for array in head.values())
+    head["list_bytes"] = (lists_at + np.concatenate([[0], np.cumsum(sizes)])).astype(np.uint64)
+    # `lists_at` right after the format: a reader by need finds the head's size in the file's first
+    # bytes (HEAD_PREFIX) and reads the rest of the head in one GET, whatever the header's length.
+    header = {
+        "format": LISTS_FORMAT, "lists_at": lists_at, "model_id": model_id, "dimensions": dimensions,
+        "rows": len(rows), "documents": [list(key) for key in documents],
+    }  # fmt: skip
+    _write_head(target, header, head)
+    for number in range(lists):
+        target.write(block(number))
 
 
 def _padded(size: int) -> int:
@@ -313,16 +397,53 @@ def _integer(value: object, what: str, low: int, high: int) -> int:
     return value
 
 
+class ListSource(Protocol):
+    """Where a partitioned (format 3) file's list blocks come from: `spans` are (list number, start,
+    end) in the file; the answer holds each one's bytes (index/vector_ranges fetches them by need)."""
+
+    def blocks(self, spans: Sequence[tuple[int, int, int]]) -> dict[int, memoryview]: ...
+
+
+class _Slices:
+    """List blocks of a file whose bytes are all at hand (read whole, or memory-mapped)."""
+
+    def __init__(self, buffer: memoryview) -> None:
+        self._buffer = buffer
+
+    def blocks(self, spans: Sequence[tuple[int, int, int]]) -> dict[int, memoryview]:
+        return {number: self._buffer[start:end] for number, start, end in spans}
+
+
+@dataclass(frozen=True)
+class _List:
+    """The rows of one list (or of a whole flat file): `first` is its first row's number."""
+
+    first: int
+    codes: npt.NDArray[np.int8]
+    scales: npt.NDArray[np.float32]
+    doc_numbers: npt.NDArray[np.uint32]
+    chunk_indexes: npt.NDArray[np.uint32]
+    digests: npt.NDArray[np.uint8]
+
+
 class VectorFile:
     """A vector file opened for search over `data` (bytes, or a memory map of the file: arrays are
     views into it, so opening costs the header parse only). Every field of the header is checked
     for its JSON type and range before it is used, so whatever a damaged header holds (another
-    type anywhere, a huge or negative number, NaN, deep nesting) is VectorFileCorrupt."""
+    type anywhere, a huge or negative number, NaN, deep nesting) is VectorFileCorrupt.
 
-    def __init__(self, data: Any) -> None:
+    A format 3 file may be opened from its head alone (`data` up to the first list block, `size`
+    the whole file's size, `lists` what fetches blocks: index/vector_ranges); a list block is
+    checked (CRC-32, document numbers, scales) the first time it is used."""
+
+    def __init__(self, data: Any, size: int | None = None, lists: ListSource | None = None) -> None:
         buffer = memoryview(data)
         if len(buffer) < len(MAGIC) + 4 or bytes(buffer[: len(MAGIC)]) != MAGIC:
             raise VectorFileCorrupt("not a vector file of this format")
+        self.size = len(buffer) if size is None else size
+        self._source: ListSource = lists if lists is not None else _Slices(buffer)
+        self._checked: set[int] = set()
+        self._checked_lock = threading.Lock()
         try:
             self._read(buffer)
         except VectorFileCorrupt:
@@ -343,7 +464,7 @@ class VectorFile:
             raise VectorFileCorrupt(f"vector file of {self.dimensions} dimensions, the index's space is {space!r}")
 
     @staticmethod
-    def _header(buffer: memoryview) -> tuple[dict[str, Any], int]:
+    def header(buffer: memoryview) -> tuple[dict[str, Any], int]:
         """The parsed header (a JSON object) and where the arrays start."""
         (header_length,) = struct.unpack_from("<I", buffer, len(MAGIC))
         if len(MAGIC) + 4 + header_length > len(buffer):
@@ -360,10 +481,12 @@ class VectorFile:
         return header, _padded(len(MAGIC) + 4 + header_length)
 
     def _read(self, buffer: memoryview) -> None:
-        header, start = self._header(buffer)
+        header, start = self.header(buffer)
+        self._start = start
         version = header.get("format")
         if type(version) is not int or version not in READABLE_FORMATS:
             raise VectorFileCorrupt(f"vector file format {version!r:.40}, this code reads formats {READABLE_FORMATS}")
+        self.format: int = version
         model_id = header.get("model_id")
         if not isinstance(model_id, str):
             raise VectorFileCorrupt("vector file header model_id is not a string")
@@ -382,19 +505,25 @@ class VectorFile:
         layout = header.get("arrays")
         if not isinstance(layout, dict):
             raise VectorFileCorrupt("vector file header arrays is not an object")
+        if version == LISTS_FORMAT:
+            self._lists_at = _integer(header.get("lists_at"), "lists_at", 0, MAX_FILE_BYTES)
+            self._read_head(buffer, start, layout)
+        else:
+            self._read_flat(buffer, start, layout)
+        if not np.isfinite(self._centroids).all():
+            # A NaN or infinite centroid would rank its list anywhere (and NaN scores choose no row).
+            raise VectorFileCorrupt("vector file has a centroid that is not finite")
+
+    def _read_flat(self, buffer: memoryview, start: int, layout: dict[str, Any]) -> None:
+        """Formats 1 and 2: every row's arrays in the file, in row order."""
         # Format 1 files have no partition (they are scanned exactly); their sign bits are not read.
-        wanted = REQUIRED_ARRAYS if version == 1 else (*REQUIRED_ARRAYS, *PARTITION_ARRAYS)
+        wanted = REQUIRED_ARRAYS if self.format == 1 else (*REQUIRED_ARRAYS, *PARTITION_ARRAYS)
         missing = [name for name in wanted if name not in layout]
         if missing:
             raise VectorFileCorrupt(f"vector file header lacks the arrays {missing}")
         arrays = {name: self._array(buffer, start, name, layout[name]) for name in wanted}
-        self._codes = arrays["codes"]
-        self._scales = arrays["scales"]
         self._centroids = arrays.get("centroids", np.zeros((0, self.dimensions), np.float32))
         self._list_offsets = arrays.get("list_offsets", np.zeros(1, np.uint64)).astype(np.int64)
-        self._doc_numbers = arrays["doc_numbers"]
-        self._chunk_indexes = arrays["chunk_indexes"]
-        self._digests = arrays["digests"]
         expected = {
             "codes": (self.rows, self.dimensions),
             "scales": (self.rows,),
@@ -408,32 +537,81 @@ class VectorFile:
         for name, shape in expected.items():
             if shapes[name].shape != shape:
                 raise VectorFileCorrupt(f"vector file array {name} has shape {shapes[name].shape}, expected {shape}")
-        if len(self._centroids) and (
-            self._list_offsets[0] != 0
-            or self._list_offsets[-1] != self.rows
-            or bool((np.diff(self._list_offsets) < 0).any())
+        if not len(self._centroids):
+            self._list_offsets = np.array([0, self.rows], np.int64)  # one list: every row
+        self._check_offsets()
+        self._flat: _List | None = _List(
+            0, arrays["codes"], arrays["scales"], arrays["doc_numbers"], arrays["chunk_indexes"], arrays["digests"]
+        )
+        self._check_rows(self._flat)
+        self._sample_codes: npt.NDArray[np.int8] | None = None
+        self._sample_scales: npt.NDArray[np.float32] | None = None
+
+    def _read_head(self, buffer: memoryview, start: int, layout: dict[str, Any]) -> None:
+        """Format 3: the head's arrays; the list blocks are read as searches need them."""
+        missing = [name for name in HEAD_ARRAYS if name not in layout]
+        if missing:
+            raise VectorFileCorrupt(f"vector file header lacks the arrays {missing}")
+        arrays = {name: self._array(buffer, start, name, layout[name]) for name in HEAD_ARRAYS}
+        self._centroids = arrays["centroids"]
+        lists = len(self._centroids)
+        self._list_offsets = arrays["list_offsets"].astype(np.int64)
+        self._list_bytes = arrays["list_bytes"].astype(np.int64)
+        self._list_crc32 = arrays["list_crc32"]
+        self._sample_codes = arrays["sample_codes"]
+        self._sample_scales = arrays["sample_scales"]
+        expected = {
+            "centroids": (lists, self.dimensions),
+            "list_offsets": (lists + 1,),
+            "list_bytes": (lists + 1,),
+            "list_crc32": (lists,),
+            "sample_codes": (len(self._sample_scales), self.dimensions),
+            "sample_scales": (min(self.rows, SAMPLE_ROWS),),
+        }
+        for name, shape in expected.items():
+            if arrays[name].shape != shape:
+                raise VectorFileCorrupt(f"vector file array {name} has shape {arrays[name].shape}, expected {shape}")
+        if not lists:
+            raise VectorFileCorrupt("vector file of format 3 has no lists")
+        if self._lists_at != int(self._list_bytes[0]):
+            raise VectorFileCorrupt("vector file header lists_at is not where its first list block starts")
+        self._check_offsets()
+        sizes = [block_layout(int(n), self.dimensions)[1] for n in np.diff(self._list_offsets)]
+        places = self._list_bytes
+        if (
+            bool((np.diff(places) != np.array(sizes, np.int64)).any())
+            or start + int(places[-1]) != self.size
+            or start + int(places[0]) > len(buffer)
         ):
+            raise VectorFileCorrupt("vector file list blocks do not match its list offsets and size")
+        if not (np.isfinite(self._sample_scales).all() and bool((self._sample_scales >= 0).all())):
+            raise VectorFileCorrupt("vector file has a scale that is not a finite, non-negative number")
+        self._flat = None
+
+    def _check_offsets(self) -> None:
+        offsets = self._list_offsets
+        if offsets[0] != 0 or offsets[-1] != self.rows or bool((np.diff(offsets) < 0).any()):
             raise VectorFileCorrupt("vector file list offsets do not cover its rows in order")
-        if self.rows and int(self._doc_numbers.max()) >= len(self._documents):
+
+    def _check_rows(self, part: _List) -> None:
+        if len(part.doc_numbers) and int(part.doc_numbers.max()) >= len(self._documents):
             raise VectorFileCorrupt("vector file row names a document its header does not list")
         # One pass over 4 bytes a row: a non-finite or negative scale would rank its row anywhere.
-        if not (np.isfinite(self._scales).all() and bool((self._scales >= 0).all())):
+        if not (np.isfinite(part.scales).all() and bool((part.scales >= 0).all())):
             raise VectorFileCorrupt("vector file has a scale that is not a finite, non-negative number")
-        # A NaN or infinite centroid would rank its list anywhere (and NaN scores choose no row).
-        if not np.isfinite(self._centroids).all():
-            raise VectorFileCorrupt("vector file has a centroid that is not finite")
 
-    @staticmethod
-    def _array(buffer: memoryview, start: int, name: str, entry: object) -> npt.NDArray[Any]:
+    def _array(self, buffer: memoryview, start: int, name: str, entry: object) -> npt.NDArray[Any]:
         """The array `name` of the layout `entry` ([offset, dtype, shape]), checked to lie in the file."""
         if not (isinstance(entry, list) and len(entry) == 3):
             raise VectorFileCorrupt(f"vector file array {name} is not [offset, dtype, shape]")
         offset, dtype, shape = entry
-        if dtype != ARRAY_DTYPES[name]:
-            raise VectorFileCorrupt(f"vector file array {name} is {dtype!r:.40}, expected {ARRAY_DTYPES[name]}")
+        wanted_dtype = HEAD_DTYPES.get(name) or ARRAY_DTYPES[name]
+        if dtype != wanted_dtype:
+            raise VectorFileCorrupt(f"vector file array {name} is {dtype!r:.40}, expected {wanted_dtype}")
         position = _integer(offset, f"offset of {name}", 0, len(buffer))
-        if not (isinstance(shape, list) and len(shape) == ARRAY_DIMENSIONS[name]):
-            raise VectorFileCorrupt(f"vector file array {name} has a shape that is not {ARRAY_DIMENSIONS[name]} sizes")
+        dimensions = HEAD_DIMENSIONS.get(name) or ARRAY_DIMENSIONS[name]
+        if not (isinstance(shape, list) and len(shape) == dimensions):
+            raise VectorFileCorrupt(f"vector file array {name} has a shape that is not {dimensions} sizes")
         sizes = [_integer(size, f"size of {name}", 0, len(buffer)) for size in shape]
         kind = np.dtype(dtype)
         count = math.prod(sizes)  # Python integers: no overflow
@@ -442,28 +620,127 @@ class VectorFile:
         return np.frombuffer(buffer, dtype=kind, count=count, offset=start + position).reshape(sizes)
 
     @property
+    def head_bytes(self) -> int:
+        """Bytes from the file's start to its first list block (a format 3 file), else its size."""
+        return self._start + int(self._list_bytes[0]) if self._flat is None else self.size
+
+    def list_span(self, number: int) -> tuple[int, int]:
+        """Where list `number`'s block lies in a format 3 file (start, end)."""
+        return self._start + int(self._list_bytes[number]), self._start + int(self._list_bytes[number + 1])
+
+    def _lists(self, numbers: Sequence[int]) -> dict[int, _List]:
+        """The rows of the lists `numbers` (fetched by the file's source if it reads by need)."""
+        offsets = self._list_offsets
+        if self._flat is not None:
+            flat = self._flat
+            return {
+                n: _List(
+                    int(offsets[n]), *(getattr(flat, name)[offsets[n] : offsets[n + 1]] for name in _BLOCK_ROW_BYTES)
+                )
+                for n in numbers
+            }
+        raw = self._source.blocks([(n, *self.list_span(n)) for n in numbers])
+        found: dict[int, _List] = {}
+        for number in numbers:
+            block = raw[number]
+            count = int(offsets[number + 1] - offsets[number])
+            places, size = block_layout(count, self.dimensions)
+            if len(block) != size:
+                raise VectorFileCorrupt("vector file list block is truncated")
+            if number not in self._checked and zlib.crc32(block) != int(self._list_crc32[number]):
+                raise VectorFileCorrupt(f"vector file list {number} fails its CRC-32")
+            arrays = [
+                np.frombuffer(
+                    block, ARRAY_DTYPES[name], count=length // np.dtype(ARRAY_DTYPES[name]).itemsize, offset=at
+                )
+                for name, (at, length) in places.items()
+            ]
+            part = _List(
+                int(offsets[number]), arrays[0].reshape(count, self.dimensions), arrays[1], arrays[2], arrays[3],
+                arrays[4].reshape(count, DIGEST_BYTES),
+            )  # fmt: skip
+            if number not in self._checked:
+                self._check_rows(part)
+                with self._checked_lock:
+                    self._checked.add(number)
+            found[number] = part
+        return found
+
+    @property
+    def list_total(self) -> int:
+        return len(self._list_offsets) - 1
+
+    def _all_lists(self) -> Iterator[_List]:
+        for number in range(self.list_total):
+            yield self._lists([number])[number]
+
+    @property
     def documents(self) -> frozenset[tuple[str, str]]:
         """The (doc_id, revision) pairs with rows in this file (a document's rows are all in one file)."""
         return frozenset(self._documents)
 
+    def _list_of(self, number: int) -> int:
+        return int(np.searchsorted(self._list_offsets, number, side="right")) - 1
+
+    def _described(self, part: _List, local: int) -> VectorRow:
+        doc_id, revision = self._documents[int(part.doc_numbers[local])]
+        return VectorRow(doc_id, revision, int(part.chunk_indexes[local]), part.digests[local].tobytes().hex())
+
     def row(self, number: int) -> VectorRow:
-        doc_id, revision = self._documents[int(self._doc_numbers[number])]
-        return VectorRow(doc_id, revision, int(self._chunk_indexes[number]), self._digests[number].tobytes().hex())
+        if not 0 <= number < self.rows:
+            raise IndexError(f"row {number} of a file of {self.rows} rows")
+        listed = self._list_of(number)
+        part = self._lists([listed])[listed]
+        return self._described(part, number - part.first)
 
     def rows_of(self) -> Iterable[VectorRow]:
-        return (self.row(number) for number in range(self.rows))
+        for part in self._all_lists():
+            yield from (self._described(part, local) for local in range(len(part.scales)))
 
     def vectors(self) -> npt.NDArray[np.float32]:
         """The int8-reconstructed vectors, all of them as float32 (a merge takes `quantised` instead)."""
-        return _reconstructed(self._codes, self._scales)
+        parts = [_reconstructed(part.codes, part.scales) for part in self._all_lists()]
+        return np.concatenate(parts) if parts else np.zeros((0, self.dimensions), np.float32)
 
     def quantised(self, numbers: npt.NDArray[np.intp]) -> tuple[npt.NDArray[np.int8], npt.NDArray[np.float32]]:
         """The int8 codes and scales of the rows `numbers`: what a merge carries into its file."""
-        return self._codes[numbers], self._scales[numbers]
+        numbers = np.asarray(numbers, dtype=np.intp)
+        if self._flat is not None:
+            return self._flat.codes[numbers], self._flat.scales[numbers]
+        codes = np.empty((len(numbers), self.dimensions), np.int8)
+        scales = np.empty(len(numbers), np.float32)
+        owners = np.searchsorted(self._list_offsets, numbers, side="right") - 1
+        for listed in np.unique(owners):
+            where = np.flatnonzero(owners == listed)
+            part = self._lists([int(listed)])[int(listed)]
+            codes[where], scales[where] = (
+                part.codes[numbers[where] - part.first],
+                part.scales[numbers[where] - part.first],
+            )
+        return codes, scales
+
+    def sample(self, share: int) -> tuple[npt.NDArray[np.int8], npt.NDArray[np.float32]]:
+        """The int8 codes and scales of `share` rows spread evenly over the file (index/dense's
+        background): of a format 3 file, from its head's SAMPLE_ROWS rows (no list is read); of
+        another, the rows evenly spaced over the file."""
+        if self._sample_codes is None or self._sample_scales is None:
+            return self.quantised(np.unique(np.linspace(0, self.rows - 1, share).astype(np.intp)))
+        picked = np.unique(np.linspace(0, len(self._sample_scales) - 1, min(share, len(self._sample_scales))))
+        chosen = picked.astype(np.intp)
+        return self._sample_codes[chosen], self._sample_scales[chosen]
 
     @property
     def partitioned(self) -> bool:
         return len(self._centroids) > 0
+
+    def probed_lists(self, query: npt.NDArray[np.float32], k: int, probes: int = PROBES) -> list[int]:
+        """The lists a search for the `k` rows nearest `query` scans (file order): the `probes`
+        whose centroids are most similar to the query, more if they hold fewer than `k` rows."""
+        vector = np.asarray(query, dtype=np.float32).reshape(-1)
+        ranked = np.argsort(-(self._centroids @ vector), kind="stable")
+        sizes = np.diff(self._list_offsets)[ranked]
+        needed = int(np.searchsorted(np.cumsum(sizes), k)) + 1
+        return [int(n) for n in np.sort(ranked[: max(probes, needed)])]  # in file order: reads move forward
 
     def search(
         self, query: npt.NDArray[np.float32], k: int, probes: int = PROBES, exact_rows: int = EXACT_ROWS
@@ -477,40 +754,30 @@ class VectorFile:
         if k <= 0 or self.rows == 0:
             return []
         if self.partitioned and self.rows > exact_rows:
-            rows, scores = self._scan_lists(vector, probes, k)
+            numbers = self.probed_lists(vector, k, probes)
         else:
-            rows, scores = np.arange(self.rows), self._exact(vector)
+            numbers = list(range(self.list_total))
+        parts = [part for part in self._lists(numbers).values() if len(part.scales)]
+        rows = np.concatenate([np.arange(part.first, part.first + len(part.scales)) for part in parts])
+        scores = np.concatenate([_scores(part, vector) for part in parts])
         take = min(k, len(rows))
         best = np.argpartition(-scores, take - 1)[:take]
         best = best[np.argsort(-scores[best], kind="stable")]
-        return [self._hit(int(rows[i]), float(scores[i])) for i in best]
+        by_first = {part.first: part for part in parts}
+        hits = []
+        for i in best:
+            number = int(rows[i])
+            part = by_first[int(self._list_offsets[self._list_of(number)])]
+            row = self._described(part, number - part.first)
+            hits.append(
+                VectorHit(number, float(scores[i]), row.doc_id, row.revision, row.chunk_index, row.chunk_digest)
+            )
+        return hits
 
-    def _exact(self, vector: npt.NDArray[np.float32]) -> npt.NDArray[np.float32]:
-        scores = np.empty(self.rows, dtype=np.float32)
-        for start in range(0, self.rows, BLOCK_ROWS):
-            block = self._codes[start : start + BLOCK_ROWS].astype(np.float32)
-            scores[start : start + BLOCK_ROWS] = block @ vector
-        return scores * self._scales
 
-    def _scan_lists(
-        self, vector: npt.NDArray[np.float32], probes: int, k: int
-    ) -> tuple[npt.NDArray[np.intp], npt.NDArray[np.float32]]:
-        """Rows and int8 scores of the lists whose centroids are most similar to `vector`."""
-        ranked = np.argsort(-(self._centroids @ vector), kind="stable")
-        sizes = np.diff(self._list_offsets)[ranked]
-        # Enough lists for `k` rows even when the first `probes` lists hold fewer.
-        needed = int(np.searchsorted(np.cumsum(sizes), k)) + 1
-        chosen = np.sort(ranked[: max(probes, needed)])  # in file order: reads move forward
-        row_parts, score_parts = [], []
-        for number in chosen:
-            start, end = int(self._list_offsets[number]), int(self._list_offsets[number + 1])
-            if end > start:
-                row_parts.append(np.arange(start, end))
-                score_parts.append((self._codes[start:end].astype(np.float32) @ vector) * self._scales[start:end])
-        return np.concatenate(row_parts), np.concatenate(score_parts)
-
-    def _hit(self, row: int, score: float) -> VectorHit:
-        described = self.row(row)
-        return VectorHit(
-            row, score, described.doc_id, described.revision, described.chunk_index, described.chunk_digest
-        )
+def _scores(part: _List, vector: npt.NDArray[np.float32]) -> npt.NDArray[np.float32]:
+    """Cosines of `vector` with the int8 rows of `part`, BLOCK_ROWS rows at a time."""
+    scores = np.empty(len(part.scales), dtype=np.float32)
+    for start in range(0, len(scores), BLOCK_ROWS):
+        scores[start : start + BLOCK_ROWS] = part.codes[start : start + BLOCK_ROWS].astype(np.float32) @ vector
+    return scores * part.scales
