@@ -193,11 +193,15 @@ def test_materialize_leaves_large_vector_files_to_be_read_by_need(stack, tmp_pat
     manifest = publish(stack, partitioned)
     bucket, store = Counted(stack.repositories.bodies), local_store(tmp_path)
     assert store.missing_bytes(manifest, bucket) == 0 and store.missing_bytes(manifest) == len(partitioned)
-    directory, downloaded = store.materialize(bucket, manifest, "reader")
+    directory, downloaded = store.materialize(bucket, manifest, "reader", by_need=True)
     assert downloaded == 0 and bucket.gets == 0 and not any(name in manifest.files for name in _listing(directory))
+    # A writer (update, merge, rebuild) reads its previous generation's vector files whole.
+    directory, downloaded = store.materialize(bucket, manifest, "writer")
+    assert downloaded == len(partitioned) and sorted(_listing(directory)) == sorted([*manifest.files, "meta.json"])
     # A bucket that reads no ranges (a test double, a benchmark's directory) gets every file whole.
+    store.clear()
     plain = _Plain(stack.repositories.bodies)
-    directory, downloaded = store.materialize(plain, manifest, "other")
+    directory, downloaded = store.materialize(plain, manifest, "other", by_need=True)
     assert downloaded == len(partitioned)
 
 

@@ -115,9 +115,9 @@ class LocalFiles:
         self.by_need_bytes = BY_NEED_BYTES
 
     def by_need(self, entry: IndexFile, bodies: object) -> bool:
-        """Whether `entry` is left out of `materialize` and read by need (a large vector file, from
-        a bucket that reads ranges)."""
-        if entry.role != VECTOR_ROLE or entry.size <= self.by_need_bytes:
+        """Whether `entry` is left out of a search container's `materialize` and read by need (a
+        large vector file, from a bucket that reads ranges; `bodies` None: never)."""
+        if bodies is None or entry.role != VECTOR_ROLE or entry.size <= self.by_need_bytes:
             return False
         from agent_knowledge.index.vector_ranges import RangeReads  # numpy: only for a KB with vectors
 
@@ -180,15 +180,20 @@ class LocalFiles:
         if needed > free + freed - ROOM_MARGIN_BYTES:
             raise IndexDoesNotFit(needed_bytes=needed, free_bytes=free)
 
-    def materialize(self, bodies: Downloads, manifest: IndexManifest, owner: str) -> tuple[str, int]:
+    def materialize(
+        self, bodies: Downloads, manifest: IndexManifest, owner: str, by_need: bool = False
+    ) -> tuple[str, int]:
         """A new directory holding `manifest`'s generation, and the bytes downloaded for it. Its
         files are pinned for `owner` (in addition to what it pinned before) until `hold` or
         `release`. Raises IndexDoesNotFit before downloading if the missing files do not fit,
         IndexCorrupt if a file is missing or not the size the manifest says, LocalStorageFailed if
         the local files cannot be written; on any failure nothing of it stays pinned (files
-        downloaded for it are deleted unless another generation uses them)."""
+        downloaded for it are deleted unless another generation uses them). `by_need` (a search
+        container): its large vector files are left out, to be read by need (`by_need`); a writer
+        gets every file."""
+        lazy_from = bodies if by_need else None
         try:
-            self.ensure_room(manifest, bodies=bodies)
+            self.ensure_room(manifest, bodies=lazy_from)
         except OSError as exc:
             raise storage_failure(exc) from exc
         wanted = frozenset(entry.sha256 for entry in manifest.files.values())
@@ -201,7 +206,7 @@ class LocalFiles:
             self._pins[directory] = wanted
         try:
             os.makedirs(self._objects, exist_ok=True)
-            here = {name: entry for name, entry in manifest.files.items() if not self.by_need(entry, bodies)}
+            here = {name: entry for name, entry in manifest.files.items() if not self.by_need(entry, lazy_from)}
             missing = {
                 entry.sha256: (manifest.file_key(name), entry.size)
                 for name, entry in here.items()

@@ -57,10 +57,11 @@ def read_manifest(bodies: IndexObjects, kb_id: str, key: str) -> IndexManifest:
 
 
 def open_generation(
-    files: LocalFiles, bodies: IndexObjects, manifest: IndexManifest, owner: str
+    files: LocalFiles, bodies: IndexObjects, manifest: IndexManifest, owner: str, by_need: bool = False
 ) -> tuple[KbIndex, str, int]:
-    """Materialize and open `manifest`'s generation: (index, its directory, bytes downloaded)."""
-    directory, downloaded = files.materialize(bodies, manifest, owner)
+    """Materialize and open `manifest`'s generation: (index, its directory, bytes downloaded).
+    `by_need`: for search, its large vector files are read by need instead (index/vector_ranges)."""
+    directory, downloaded = files.materialize(bodies, manifest, owner, by_need=by_need)
     try:
         return KbIndex.open(directory, manifest.generation), directory, downloaded
     except (KeyboardInterrupt, SystemExit):
@@ -192,7 +193,7 @@ class IndexCache:
                 )
                 if entry is not None and replace:
                     self._drop(kb_id, entry)
-                index, directory, downloaded = open_generation(self.files, bodies, manifest, owner)
+                index, directory, downloaded = open_generation(self.files, bodies, manifest, owner, by_need=True)
             except OSError as exc:  # ENOSPC or any other failure to write /tmp: a load failure
                 raise storage_failure(exc) from exc
         except (IndexUnavailable, KnowledgeUnavailable):
