@@ -293,3 +293,32 @@ def test_kb_status_says_how_many_documents_wait_for_vectors(stack, ingestor, emb
     assert one_waiting is not None and (one_waiting.model, one_waiting.documents_waiting) == (space, 1)
     # 1 of 65 documents is less than 2 %: fused, the waiting one competing on its words
     assert one_waiting.covers_documents
+
+
+def test_a_search_container_reads_a_partitioned_vector_file_by_need(stack, ingestor, embedder, monkeypatch):
+    # Issue 36: the file written partitioned (format 3, as files of more than EXACT_ROWS rows are), a
+    # new container's reader cache leaves it out of the generation's download and search reads its
+    # head and lists by ranged GETs: the same answers as from the whole file, the access filter and
+    # validation unchanged.
+    import functools
+
+    from agent_knowledge.index import vector_generation
+    from agent_knowledge.index.reader_cache import index_cache, reset_local_state
+    from agent_knowledge.index.vectors import LISTS_FORMAT, write_vectors
+
+    monkeypatch.setattr(vector_generation, "write_vectors", functools.partial(write_vectors, partition_rows=0))
+    embed_unembedded(stack.repositories, "kb", embedder)
+    ((name, entry),) = vector_files(manifest(stack)).items()
+    assert VectorFile(stack.repositories.bodies.read(manifest(stack).file_key(name))).format == LISTS_FORMAT
+    whole = [titles(search(stack, ["kb"], query)) for query in (PARAPHRASE, "reset my password")]
+
+    reset_local_state()  # a new container
+    monkeypatch.setattr(index_cache.files, "by_need_bytes", 0)  # this file is small; real ones are > 26 MB
+    by_need = [titles(search(stack, ["kb"], query)) for query in (PARAPHRASE, "reset my password")]
+    assert by_need == whole and by_need[0][0] == "Password recovery"
+    kb = stack.repositories.knowledge_bases.get("kb")
+    served = index_cache.serve(stack.repositories.bodies, kb)
+    assert served is not None and served.directory is not None
+    assert name not in __import__("os").listdir(served.directory)
+    # The vector file was not downloaded with the generation (nor anything else it does not need).
+    assert index_cache.last_sync["kb"].downloaded_bytes <= manifest(stack).index_bytes - entry.size
