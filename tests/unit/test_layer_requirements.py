@@ -20,7 +20,8 @@ IMPORT_NAMES = {
     "defusedxml": "defusedxml",
     "numpy": "numpy",
 }
-PROVIDED_BY_RUNTIME = {"botocore"}
+# snapshot_restore_py: the SnapStart hook module of the Lambda Python runtimes (runtime/snapstart.py).
+PROVIDED_BY_RUNTIME = {"botocore", "snapshot_restore_py"}
 # Imported lazily by the `local` embedding provider only (agent_knowledge/embedding/local.py), from
 # the `embedding` extra of pyproject.toml: not part of the layer (on AWS the provider is `bedrock`).
 # Likewise onnxruntime and onnx for `local-e5` (embedding/e5.py, the `e5` extra).

@@ -64,6 +64,20 @@ def _client(key: str, service: str, attempts: int, connect_timeout: float, read_
         return _clients[key]
 
 
+def renew_session() -> None:
+    """A new session and no client (each made again on use): credentials resolved anew and no
+    pooled connection kept, the loaded service models kept (runtime/snapstart, after a restore)."""
+    global _session
+    with _lock:
+        _clients.clear()
+        if _session is not None:
+            import botocore.session
+
+            models = _session.get_component("data_loader")
+            _session = botocore.session.get_session()
+            _session.register_component("data_loader", models)
+
+
 def reset_clients() -> None:
     """Drop cached clients (tests switch between moto and real endpoints); keep the model cache."""
     with _lock:

@@ -14,6 +14,7 @@ from aws_lambda_powertools.logging import correlation_paths
 
 from agent_knowledge.identity.caller import ReadAlongside, Workspace, open_run, open_workspace
 from agent_knowledge.records import RunRecord
+from agent_knowledge.runtime import snapstart
 from agent_knowledge.runtime.container import Dependencies, create_clients_at_init, default_dependencies
 from agent_knowledge.runtime.http import header, resolve
 from agent_knowledge.runtime.observability import Handler, logger, metrics, traced
@@ -49,8 +50,10 @@ def api_entry_point(app: APIGatewayHttpResolver, request_metric: str, clients: t
     the logs, tracing when enabled, one `request_metric` count per request, metrics flushed.
     Tests and the local runtime pass `deps`; Lambda never does.
 
-    Called at import, it creates the AWS `clients` the function will use (`create_clients_at_init`)."""
+    Called at import, it creates the AWS `clients` the function will use (`create_clients_at_init`)
+    and registers SnapStart's hooks (`runtime/snapstart`: renewed after a restore)."""
     create_clients_at_init(*clients)
+    snapstart.register(clients)
 
     @logger.inject_lambda_context(correlation_id_path=correlation_paths.API_GATEWAY_HTTP)
     @traced
