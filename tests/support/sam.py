@@ -23,7 +23,8 @@ class _NoManagedPolicies:
         return {}
 
 
-def translate_template() -> dict[str, Any]:
+def translate_template(parameters: dict[str, str] | None = None) -> dict[str, Any]:
+    """The translated template, with `parameters` beside PARAMETERS."""
     from samtranslator.translator.arn_generator import ArnGenerator
     from samtranslator.translator.transform import transform
 
@@ -34,4 +35,4 @@ def translate_template() -> dict[str, Any]:
         for uri in ("CodeUri", "ContentUri"):
             if uri in resource.get("Properties", {}):
                 resource["Properties"][uri] = f"s3://artifacts/{name}.zip"
-    return transform(document, PARAMETERS, _NoManagedPolicies())
+    return transform(document, {**PARAMETERS, **(parameters or {})}, _NoManagedPolicies())
