@@ -1,0 +1,232 @@
+"""Vector cold load, whole file against read by need (issue 36, item 1):
+`python -m bench.vector_cold --rows 100000 1000000 --runs 3`.
+
+For each `--rows`, one partitioned vector file (format 3, `--dimensions` 512, seeded random unit
+vectors — what a cold load costs depends on the file's size and layout, not on its values; 4 rows
+per document) is published as a generation's only file and uploaded with the product's `BodyStore`
+(S3 checksums included) to a moto server on loopback. Then in fresh processes, alternating, `--runs`
+times each, a search container's first dense search:
+
+- `whole` (before issue 36): the reader cache's load as it was — `LocalFiles.materialize` downloads
+  the file (8 threads, S3 checksum checked) — then `dense_search` memory-maps it and searches;
+- `by_need` (after): `materialize(by_need=True)` leaves the file out, and `dense_search` reads its
+  head and the probed lists by ranged GETs (`index/vector_ranges`).
+
+Per run: bytes and GETs from the bucket before the first answer (counted at the `BodyStore`),
+the first search's CPU (`time.process_time`, the child's own: moto runs in another process) and
+wall, both from before the load to the answer; then the warm query CPU, the median over `QUERIES`
+queries asked a second time (every list they probe held). Imports are done before the clock starts.
+Medians of the runs; results in bench/results/vector_cold.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+RESULTS = ROOT / "bench" / "results" / "vector_cold.json"
+BUCKET = "vector-cold"
+KB_ID = "kb-vectors"
+SPACE_MODEL = "bench-model"
+# The functions run numpy with one BLAS thread (template.yaml); the children do the same.
+CHILD_ENVIRONMENT = {"OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1"}
+# Documents a search asks the dense side for (index/hybrid FUSION_DEPTH): k = 3 rows per document.
+DOCUMENTS = 30
+QUERIES = 20
+
+
+def build(rows: int, dimensions: int, seed: int = 0) -> bytes:
+    import numpy as np
+
+    from agent_knowledge.embedding.base import normalised
+    from agent_knowledge.index.vectors import VectorRow, write_vectors
+
+    generator = np.random.default_rng(seed)
+    matrix = normalised(generator.standard_normal((rows, dimensions), dtype=np.float32))
+    named = [VectorRow(f"doc{n // 4:07d}", f"rev{n // 4:07d}", n % 4, f"{n:016x}") for n in range(rows)]
+    return write_vectors(f"{SPACE_MODEL}/{dimensions}", named, matrix)
+
+
+def manifest_of(data: bytes, rows: int, dimensions: int) -> Any:
+    import hashlib
+
+    from agent_knowledge.index.layout import VECTOR_ROLE, IndexFile, IndexManifest
+    from agent_knowledge.index.vectors import file_name
+
+    entry = IndexFile(sha256=hashlib.sha256(data).hexdigest(), size=len(data), role=VECTOR_ROLE)
+    return IndexManifest(
+        format_version=1, schema_version=1, tantivy_version="0", kb_id=KB_ID, generation=1, documents=rows // 4,
+        chunks=rows, index_bytes=len(data), files={file_name(data): entry}, meta={},
+        embedding_model_id=f"{SPACE_MODEL}/{dimensions}",
+    )  # fmt: skip
+
+
+@contextmanager
+def moto_server() -> Iterator[str]:
+    from tests.support.local_api import free_port
+
+    from bench.environment import wait_until_listening
+
+    port = free_port()
+    server = subprocess.Popen(
+        [sys.executable, "-m", "moto.server", "-p", str(port)], cwd=ROOT,
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+    try:
+        wait_until_listening(port, server)
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
+
+
+def store_for(url: str) -> Any:
+    import botocore.session
+
+    from agent_knowledge.repositories.bodies import BodyStore
+
+    client = botocore.session.get_session().create_client(
+        "s3", endpoint_url=url, region_name="us-east-1", aws_access_key_id="bench", aws_secret_access_key="bench"
+    )
+    return BodyStore(lambda: client, BUCKET), client
+
+
+class Counted:
+    """The bucket, counting GETs and the bytes they return (what a container reads before answering)."""
+
+    def __init__(self, bodies: Any) -> None:
+        self.bodies, self.gets, self.bytes = bodies, 0, 0
+
+    def read_range(self, key: str, start: int, end: int, etag: str | None = None) -> tuple[bytes, dict[str, str]]:
+        data, metadata = self.bodies.read_range(key, start, end, etag)
+        self.gets, self.bytes = self.gets + 1, self.bytes + len(data)
+        return data, metadata
+
+    def download(self, key: str, target: Any) -> int:
+        written = int(self.bodies.download(key, target))
+        self.gets, self.bytes = self.gets + 1, self.bytes + written
+        return written
+
+    def read(self, key: str) -> bytes:
+        return bytes(self.bodies.read(key))
+
+
+def child(url: str, manifest_json: str, mode: str, seed: int) -> dict[str, Any]:
+    """One fresh container's first dense search (`mode` whole or by_need), then warm queries."""
+    import numpy as np
+
+    from agent_knowledge.embedding.base import normalised
+    from agent_knowledge.index.dense import OpenedVectors, dense_search
+    from agent_knowledge.index.layout import IndexManifest
+    from agent_knowledge.index.local_files import LocalFiles
+
+    manifest = IndexManifest.model_validate_json(manifest_json)
+    dimensions = int(manifest.embedding_model_id.rpartition("/")[2])
+    queries = normalised(np.random.default_rng(seed).standard_normal((QUERIES + 1, dimensions), dtype=np.float32))
+    bodies, _ = store_for(url)
+    bucket = Counted(bodies)
+    with tempfile.TemporaryDirectory(prefix="vector-cold-") as scratch:
+        store, opened = LocalFiles(scratch), OpenedVectors()
+        by_need = mode == "by_need"
+        cpu, wall = time.process_time(), time.perf_counter()
+        directory, _ = store.materialize(bucket, manifest, "bench", by_need=by_need)
+        remote = (bucket, store) if by_need else None
+        first = dense_search(manifest, directory, queries[0], DOCUMENTS, opened=opened, remote=remote)
+        first_cpu, first_wall = time.process_time() - cpu, time.perf_counter() - wall
+        cold = {"gets": bucket.gets, "bytes": bucket.bytes}
+        for query in queries[1:]:  # each fetches the lists it lacks (by need)
+            dense_search(manifest, directory, query, DOCUMENTS, opened=opened, remote=remote)
+        warm_cpu = []
+        for query in queries[1:]:  # asked again: every list held
+            started = time.process_time()
+            dense_search(manifest, directory, query, DOCUMENTS, opened=opened, remote=remote)
+            warm_cpu.append(time.process_time() - started)
+        return {
+            "mode": mode, "first_search_cpu_ms": first_cpu * 1e3, "first_search_wall_ms": first_wall * 1e3,
+            "bytes_before_first_answer": cold["bytes"], "gets_before_first_answer": cold["gets"],
+            "bytes_after_queries": bucket.bytes, "warm_query_cpu_ms": statistics.median(warm_cpu) * 1e3,
+            "hits": len(first.hits), "stored_bytes": store.stored_bytes(),
+        }  # fmt: skip
+
+
+def run_child(url: str, manifest_json: str, mode: str, seed: int) -> dict[str, Any]:
+    completed = subprocess.run(
+        [sys.executable, "-m", "bench.vector_cold", "--child", url, mode, str(seed)], input=manifest_json,
+        cwd=ROOT, capture_output=True, text=True, timeout=1800, check=False, env={**os.environ, **CHILD_ENVIRONMENT},
+    )  # fmt: skip
+    for line in completed.stdout.splitlines():
+        if line.startswith("BENCH_RESULT "):
+            return dict(json.loads(line.removeprefix("BENCH_RESULT ")))
+    raise RuntimeError(f"vector_cold child failed ({completed.returncode}): {completed.stderr[-2000:]}")
+
+
+def measure(rows: int, dimensions: int, runs: int, url: str) -> dict[str, Any]:
+    import io
+
+    started = time.perf_counter()
+    data = build(rows, dimensions)
+    built_seconds = time.perf_counter() - started
+    manifest = manifest_of(data, rows, dimensions)
+    bodies, client = store_for(url)
+    ((name, entry),) = manifest.files.items()
+    bodies.put_file(manifest.file_key(name), io.BytesIO(data), entry.sha256, "application/octet-stream")
+    from agent_knowledge.index.vectors import VectorFile
+
+    opened = VectorFile(data)
+    head_bytes, lists = opened.head_bytes, opened.list_total
+    del data, opened
+    samples: dict[str, list[dict[str, Any]]] = {"whole": [], "by_need": []}
+    for run in range(runs):
+        for mode in ("whole", "by_need") if run % 2 == 0 else ("by_need", "whole"):
+            samples[mode].append(run_child(url, manifest.model_dump_json(), mode, seed=100 + run))
+    client.delete_object(Bucket=BUCKET, Key=manifest.file_key(name))
+    medians = {
+        mode: {key: statistics.median(s[key] for s in runs_of) for key in runs_of[0] if key != "mode"}
+        for mode, runs_of in samples.items()
+    }
+    return {
+        "rows": rows, "dimensions": dimensions, "file_bytes": entry.size, "head_bytes": head_bytes, "lists": lists,
+        "build_seconds": built_seconds, "median": medians, "runs": samples,
+    }  # fmt: skip
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rows", type=int, nargs="+", default=[100_000])
+    parser.add_argument("--dimensions", type=int, default=512)
+    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--child", nargs=3, metavar=("URL", "MODE", "SEED"))
+    parser.add_argument("--out", type=Path, default=RESULTS)
+    arguments = parser.parse_args()
+    if arguments.child:
+        url, mode, seed = arguments.child
+        print("BENCH_RESULT " + json.dumps(child(url, sys.stdin.read(), mode, int(seed))))
+        return
+    from bench.retrieval.run_report import commit, load_average
+
+    report: dict[str, Any] = {"commit": commit(), "loadavg_start": load_average(), "results": []}
+    with moto_server() as url:
+        _, client = store_for(url)
+        client.create_bucket(Bucket=BUCKET)
+        for rows in arguments.rows:
+            result = measure(rows, arguments.dimensions, arguments.runs, url)
+            report["results"].append(result)
+            print(json.dumps({k: v for k, v in result.items() if k != "runs"}), flush=True)
+    report["loadavg_end"] = load_average()
+    arguments.out.parent.mkdir(parents=True, exist_ok=True)
+    arguments.out.write_text(json.dumps(report, indent=1) + "\n", encoding="utf-8")
+
+
+if __name__ == "__main__":
+    main()
