@@ -25,6 +25,14 @@ LOCAL_PARAMETERS = {
     "EmbeddingProvider": "local",
     "EmbeddingModelId": "",
     "EmbeddingDimensions": "",
+    # Bearer-token mode (the template's defaults); `serve --oauth` sets the issuer and audience of
+    # its local test issuer (agent_knowledge_dev/oauth_issuer.py).
+    "OAuthIssuer": "",
+    "OAuthAudience": "",
+    "OAuthRolesClaim": "roles",
+    "OAuthTenantClaim": "tenant",
+    "OAuthClientIdClaim": "",
+    "OAuthScopes": "",
 }
 # What `serve --embedding-provider` may choose: moto serves no Bedrock, so the alternatives to the
 # local model are `local-e5` (multilingual-e5-small, the `e5` extra: embedding/e5.py) and `none`

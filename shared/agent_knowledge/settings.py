@@ -6,7 +6,7 @@ literal table or bucket names anywhere in the code.
 
 import os
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from agent_knowledge.errors import ConfigurationError
 from agent_knowledge.runtime.per_container import per_container
@@ -32,6 +32,23 @@ class Settings(BaseModel):
     index_queue_url: str = ""
     # The queue the bucket's events arrive on: the reconciler sends its reconcile messages there.
     source_queue_url: str = ""
+    # OAuth 2.1 resource-server mode (identity/oauth.py, docs/DESIGN.md §15): the trusted issuer
+    # (its OpenID discovery document is <issuer>/.well-known/openid-configuration), the audience its
+    # access tokens must name, the claims that carry roles, tenant and client id, and the scopes the
+    # protected-resource metadata publishes. No issuer: bearer-token mode (session tokens only).
+    oauth_issuer: str = ""
+    oauth_audience: str = ""
+    oauth_roles_claim: str = "roles"
+    oauth_tenant_claim: str = "tenant"
+    oauth_client_id_claim: str = ""
+    oauth_scopes: str = ""
+
+    @field_validator("oauth_issuer")
+    @classmethod
+    def _issuer_url(cls, value: str) -> str:
+        from agent_knowledge.identity.oauth import check_issuer_url
+
+        return check_issuer_url(value) if value else value
 
     def require_pipeline(self) -> None:
         # The source queue only the reconciler needs: it checks for it (`ingest/reconcile.py`).
@@ -51,6 +68,12 @@ ENVIRONMENT = {
     "sources_bucket": "SOURCES_BUCKET",
     "index_queue_url": "INDEX_QUEUE_URL",
     "source_queue_url": "SOURCE_QUEUE_URL",
+    "oauth_issuer": "OAUTH_ISSUER",
+    "oauth_audience": "OAUTH_AUDIENCE",
+    "oauth_roles_claim": "OAUTH_ROLES_CLAIM",
+    "oauth_tenant_claim": "OAUTH_TENANT_CLAIM",
+    "oauth_client_id_claim": "OAUTH_CLIENT_ID_CLAIM",
+    "oauth_scopes": "OAUTH_SCOPES",
 }
 
 

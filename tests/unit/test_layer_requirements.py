@@ -19,6 +19,7 @@ IMPORT_NAMES = {
     "pypdfium2": "pypdfium2",
     "defusedxml": "defusedxml",
     "numpy": "numpy",
+    "pyjwt": "jwt",
 }
 # snapshot_restore_py: the SnapStart hook module of the Lambda Python runtimes (runtime/snapstart.py).
 PROVIDED_BY_RUNTIME = {"botocore", "snapshot_restore_py"}

@@ -7,6 +7,11 @@
 5. the route's audience policy admits the session's principal                  → else 404
 
 Every 404 is the same `workspace_not_found`, whether or not the route exists.
+
+A JWT access token (OAuth resource-server mode, `identity.oauth`, docs/DESIGN.md §15) takes step
+1's place: validated instead of looked up, it stands for a session of its (issuer, subject, client)
+on the route called (`TokenIdentity.session`); its client must exist, be enabled and allow the
+route, or the token does not grant access (401); steps 4 and 5 are the same.
 """
 
 from __future__ import annotations
@@ -19,6 +24,7 @@ from typing import TypedDict
 from agent_knowledge.errors import RunNotFound, Unauthorized, WorkspaceNotFound
 from agent_knowledge.identity.audience import admits
 from agent_knowledge.identity.document_access import Viewer
+from agent_knowledge.identity.oauth import TokenIdentity, TokenRefused, token_identity
 from agent_knowledge.identity.scope import Scope, source_kb_ids
 from agent_knowledge.limits import RUN_ID_MAX_CHARS
 from agent_knowledge.records import (
@@ -31,11 +37,13 @@ from agent_knowledge.records import (
     SessionRecord,
     TaskRecord,
 )
-from agent_knowledge.repositories.batch_get import batch_get
+from agent_knowledge.repositories.batch_get import Lookup, batch_get
 from agent_knowledge.repositories.bundle import Repositories
 
-# RFC 6750 b64token, bounded so a huge header cannot cost a hash and a lookup.
-_BEARER = re.compile(r"Bearer +([A-Za-z0-9\-._~+/]{16,512}=*) *", re.IGNORECASE)
+# RFC 6750 b64token, bounded so a huge header cannot cost a hash and a lookup (a session token is
+# at most SESSION_TOKEN_MAX_CHARS; a JWT access token, validated without a lookup, may be longer).
+_BEARER = re.compile(r"Bearer +([A-Za-z0-9\-._~+/]{16,8192}=*) *", re.IGNORECASE)
+SESSION_TOKEN_MAX_CHARS = 512
 _ROUTE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._\-]{0,127}")
 # Not a valid route name: the access check of a run that does not exist fails with the same 404.
 _NO_ROUTE = "-"
@@ -48,6 +56,8 @@ class Caller:
     session: SessionRecord
     client: ClientRecord
     route: RouteRecord
+    # The access token's caller, when the bearer was a JWT (then `session` stands for it).
+    token: TokenIdentity | None = None
 
     @property
     def session_id(self) -> str:
@@ -115,6 +125,23 @@ def check_access(
     return Caller(session=session, client=client, route=route_record)
 
 
+def check_token_client(identity: TokenIdentity, client: ClientRecord | None, route: str) -> None:
+    """An access token grants access through one of our clients: it exists, is enabled and may use
+    the route (else 401: the token, not the route, is what the caller must change)."""
+    if client is None or not client.enabled:
+        raise TokenRefused(reason="unknown or disabled client")
+    if route not in client.allowed_routes:
+        raise TokenRefused(reason="route not allowed for the client")
+
+
+def _session_lookup(
+    repositories: Repositories, token: str, identity: TokenIdentity | None
+) -> Lookup[SessionRecord] | None:
+    if identity is not None or len(token) > SESSION_TOKEN_MAX_CHARS:
+        return None  # a JWT is not looked up; a longer opaque token names no session
+    return repositories.sessions.lookup_by_token(token)
+
+
 @dataclass(frozen=True)
 class Workspace:
     """The caller as revalidated just now, the route's scope, and the records read alongside."""
@@ -155,17 +182,23 @@ def open_workspace(
     the session is known valid, before round 2 (a read starts its body fetch there).
     """
     token = bearer_token(authorization)
+    identity = token_identity(token, now)
     route_lookup = repositories.routes.lookup(route) if valid_route_name(route) else None
-    session, route_record, run, task, document_record = batch_get(
+    session, route_record, run, task, document_record, token_client = batch_get(
         repositories.dynamodb,
         [
-            repositories.sessions.lookup_by_token(token),
+            _session_lookup(repositories, token, identity),
             route_lookup,
             repositories.runs.lookup(run_id) if run_id else None,
             repositories.tasks.lookup(task_id) if task_id else None,
             repositories.documents.lookup(*document) if document else None,
+            # A token names its client: read in round 1, checked before anything else is.
+            repositories.clients.lookup(identity.client_app_id) if identity is not None else None,
         ],
     )
+    if identity is not None:
+        check_token_client(identity, token_client, route)
+        session = identity.session(route)
     session = check_session(session, now)
     if after_session is not None:
         after_session(session, document_record)
@@ -176,12 +209,14 @@ def open_workspace(
     client, run_task, *kbs = batch_get(
         repositories.dynamodb,
         [
-            repositories.clients.lookup(session.client_app_id),
+            repositories.clients.lookup(session.client_app_id) if identity is None else None,
             repositories.tasks.lookup(run_task_id) if run_task_id else None,
             *(repositories.knowledge_bases.lookup(kb_id) for kb_id in kb_ids),
         ],
     )
-    caller = check_access(session, client, route, route_record)
+    caller = check_access(session, client if identity is None else token_client, route, route_record)
+    if identity is not None:
+        caller = Caller(caller.session, caller.client, caller.route, identity)
     knowledge_bases = {kb.kb_id: kb for kb in kbs if kb is not None}
     return Workspace(
         caller=caller,
@@ -198,15 +233,18 @@ def open_run(repositories: Repositories, authorization: str | None, run_id: str,
     Two round trips: {session, run}, then {client, the run's route}; the checks keep their order.
     """
     token = bearer_token(authorization)
+    identity = token_identity(token, now)
     session, run = batch_get(
         repositories.dynamodb,
         [
-            repositories.sessions.lookup_by_token(token),
+            _session_lookup(repositories, token, identity),
             repositories.runs.lookup(run_id) if 0 < len(run_id) <= RUN_ID_MAX_CHARS else None,
         ],
     )
-    session = check_session(session, now)
     route = run.route if run is not None else _NO_ROUTE
+    if identity is not None:
+        session = identity.session(route)
+    session = check_session(session, now)
     client, route_record = batch_get(
         repositories.dynamodb,
         [
@@ -214,6 +252,8 @@ def open_run(repositories: Repositories, authorization: str | None, run_id: str,
             repositories.routes.lookup(route) if valid_route_name(route) else None,
         ],
     )
+    if identity is not None and (client is None or not client.enabled):
+        raise TokenRefused(reason="unknown or disabled client")
     try:
         caller = check_access(session, client, route, route_record)
     except WorkspaceNotFound:

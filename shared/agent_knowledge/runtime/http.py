@@ -7,7 +7,9 @@
 - bad bodies (non-JSON, not an object, unknown fields, wrong types, over 64 KiB, and what strict
   JSON refuses: duplicate keys, NaN/Infinity, lone surrogates, nesting past 32 levels — see
   `agent_knowledge.strict_json`) are `400 invalid_request`, never Powertools' 422;
-- anything unexpected is logged with the request id and answered 500 without details.
+- anything unexpected is logged with the request id and answered 500 without details;
+- a 401 carries `WWW-Authenticate: Bearer realm="agent-api"`, or in OAuth mode
+  `Bearer resource_metadata="…"` (`identity.oauth.challenge`).
 """
 
 from __future__ import annotations
@@ -175,9 +177,19 @@ def create_app() -> APIGatewayHttpResolver:
     return app
 
 
-def _with_required_headers(result: dict[str, Any]) -> dict[str, Any]:
+def _with_required_headers(result: dict[str, Any], event: dict[str, Any]) -> dict[str, Any]:
     headers = result.setdefault("headers", {})
     headers["Cache-Control"] = "no-store"
+    if result.get("statusCode") == 401:
+        # OAuth mode: where the route's protected-resource metadata is (RFC 9728 §5.1), for every
+        # 401, whichever handler produced it; bearer-token mode keeps `error_response`'s header.
+        from agent_knowledge.identity.oauth import challenge
+
+        found = challenge(event)
+        if found is not None:
+            for name in [name for name in headers if name.lower() == "www-authenticate"]:
+                del headers[name]
+            headers["WWW-Authenticate"] = found
     headers.setdefault("Content-Type", JSON)
     # Powertools also emits multiValueHeaders for some payload formats; keep them consistent.
     if "multiValueHeaders" in result and result["multiValueHeaders"] is not None:
@@ -200,4 +212,4 @@ def resolve(app: APIGatewayHttpResolver, event: dict[str, Any], context: Any, **
         }
     finally:
         app.clear_context()
-    return _with_required_headers(result)
+    return _with_required_headers(result, event if isinstance(event, dict) else {})
