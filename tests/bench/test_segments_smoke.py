@@ -23,6 +23,8 @@ def test_the_segments_benchmark_measures_every_figure():
     assert loads["ours_from_directory"]["chunks"] == loads["tantivy"]["chunks"] > 0
     first, indexer = loads["first_search_on_moto"], loads["indexer_first_update_on_moto"]
     assert first["chunks"] == loads["tantivy"]["chunks"] and first["downloaded_bytes"] > 0
+    # The first answer (chunk texts included) reads less than the generation: texts by ranges.
+    assert first["answered"] and first["downloaded_bytes"] < first["generation_bytes"]
     assert first["projected_lambda_1024_mb"]["total_seconds"] > 0
     assert indexer["downloaded_bytes"] > 0 and indexer["uploaded_bytes"] > 0
     latency = point["query_latency"]

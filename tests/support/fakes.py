@@ -52,6 +52,13 @@ class MemoryBodies:
         target.write(data)
         return len(data)
 
+    def read_range(self, key: str, start: int, end: int, etag: str | None = None) -> tuple[bytes, dict[str, str]]:
+        """Bytes [start, end), not counted as a whole-object read."""
+        try:
+            return self.objects[key][start:end], {}
+        except KeyError:
+            raise BodyMissing(key) from None
+
     def list(self, prefix: str) -> Iterator[ListedObject]:
         now = datetime.now(UTC)
         listed = [ListedObject(key, len(data), now) for key, data in self.objects.items() if key.startswith(prefix)]

@@ -78,7 +78,7 @@ def test_a_key_best_in_both_lists_is_first_after_either_fusion(lexical, dense, w
 def _lexical(doc_id: str, score: float, chunk: int = 0):
     from agent_knowledge.index.kb_index import IndexHit
 
-    return IndexHit(doc_id, "rev", chunk, "0" * 16, score, stored=None)
+    return IndexHit(doc_id, "rev", chunk, "0" * 16, score)
 
 
 def _dense(doc_id: str, score: float, chunk: int = 0):

@@ -25,10 +25,11 @@ def manifest(**changes) -> dict:
         "generation": 3,
         "documents": 1,
         "chunks": 2,
-        "index_bytes": 14,
+        "index_bytes": 20,
         "files": {
             f"{SEGMENT}.idx": {"sha256": "a" * 64, "size": 10},
             f"{SEGMENT}.7.del": {"sha256": "b" * 64, "size": 4},
+            f"{SEGMENT}.chunks": {"sha256": "d" * 64, "size": 6, "role": "text"},
         },
         "meta": {"segments": [{"segment_id": SEGMENT, "max_doc": 3, "deletes": {"num_deleted_docs": 1, "opstamp": 7}}]},
         "kind": "update",
@@ -43,10 +44,11 @@ def encode(raw: dict) -> bytes:
 
 def test_a_valid_manifest_parses_with_its_file_keys():
     parsed = parse_manifest(encode(manifest()), "kb")
-    assert parsed.total_bytes == 14
+    assert parsed.total_bytes == 20
     assert parsed.object_keys() == {
         f"indexes/kb/files/{'a' * 64}.{SEGMENT}.idx",
         f"indexes/kb/files/{'b' * 64}.{SEGMENT}.7.del",
+        f"indexes/kb/files/{'d' * 64}.{SEGMENT}.chunks",
     }
     assert parse_manifest(parsed.to_bytes(), "kb") == parsed
 
@@ -72,12 +74,17 @@ def test_another_version_is_incompatible(changes):
         encode(manifest(files={f"{SEGMENT}.idx": {"sha256": "not hex", "size": 1}})),
         encode(manifest(files={f"{SEGMENT}.idx": {"sha256": "a" * 64, "size": -1}})),
         encode(manifest(generation=0)),
-        encode(manifest(index_bytes=13)),  # not the sum of its files' sizes
+        encode(manifest(index_bytes=19)),  # not the sum of its files' sizes
         encode(manifest(files={f"{SEGMENT}.idx": {"sha256": "a" * 64, "size": 14, "role": "../x"}}, meta={})),
         encode(manifest(extra="field")),
         # The segment's current delete file missing, or a file no segment uses.
         encode(manifest(files={f"{SEGMENT}.idx": {"sha256": "a" * 64, "size": 10}})),
         encode(manifest(files={**manifest()["files"], f"{'f' * 32}.idx": {"sha256": "c" * 64, "size": 1}})),
+        # A segment without its chunk text file, or a text file listed as a tantivy file.
+        encode(
+            manifest(files={k: v for k, v in manifest()["files"].items() if not k.endswith(".chunks")}, index_bytes=14)
+        ),
+        encode(manifest(files={**manifest()["files"], f"{SEGMENT}.chunks": {"sha256": "d" * 64, "size": 6}})),
     ],
 )
 def test_anything_else_is_corrupt(data):

@@ -16,7 +16,6 @@ import math
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
 import tantivy
 
@@ -30,6 +29,7 @@ from agent_knowledge.index.analyzer import (
     stem_prefixes,
 )
 from agent_knowledge.index.builder import IndexedChunk, stored_access, stored_chunk, stored_digest, stored_revision
+from agent_knowledge.index.chunk_text import ChunkTexts
 
 
 @dataclass(frozen=True)
@@ -39,12 +39,16 @@ class IndexHit:
     chunk_index: int
     digest: str
     score: float
-    # The stored tantivy document: the chunk text is decoded only for hits that are returned.
-    stored: Any = field(repr=False, compare=False)
+    # Where the chunk's text is: read (`index/chunk_text`) only for hits that are returned.
+    segment_id: str = ""
+    doc: int = 0
+    texts: ChunkTexts | None = field(default=None, repr=False, compare=False)
 
     @property
     def text(self) -> str:
-        return bytes(self.stored.get_first(fields.CHUNK)).decode("utf-8")
+        if self.texts is None:
+            raise ValueError("this hit was not read from an index")
+        return self.texts.text(self.segment_id, self.doc, self.digest)
 
 
 @dataclass(frozen=True)
@@ -133,8 +137,12 @@ _SHOULD = tantivy.Occur.Should
 
 
 class KbIndex:
-    def __init__(self, index: tantivy.Index, generation: int, segment_ids: Sequence[str] = ()) -> None:
+    def __init__(
+        self, index: tantivy.Index, generation: int, segment_ids: Sequence[str] = (), texts: ChunkTexts | None = None
+    ) -> None:
         self.generation = generation
+        # Chunk texts: from the segments' text files (local, or read by need: `index/chunk_text`).
+        self.texts = texts
         # The segments in tantivy's order (a hit's `segment_ord`), as meta.json lists them.
         self._segment_ids = tuple(segment_ids)
         self._index = index
@@ -145,13 +153,16 @@ class KbIndex:
         self._idfs: dict[tuple[str, str], float] = {}
 
     @classmethod
-    def open(cls, directory: str, generation: int) -> KbIndex:
+    def open(cls, directory: str, generation: int, texts: ChunkTexts | None = None) -> KbIndex:
+        """The generation in `directory`; its chunk texts from `texts` (default: the text files in
+        `directory`, a writer's whole copy)."""
         index = tantivy.Index.open(directory)
         # An opened generation never changes: no reloading, and no thread watching meta.json.
         index.config_reader(reload_policy="manual")
         with open(os.path.join(directory, "meta.json"), encoding="utf-8") as source:
             segments = json.load(source).get("segments", [])
-        return cls(index, generation, [str(segment["segment_id"]).replace("-", "") for segment in segments])
+        segment_ids = [str(segment["segment_id"]).replace("-", "") for segment in segments]
+        return cls(index, generation, segment_ids, texts if texts is not None else ChunkTexts(directory))
 
     @property
     def chunk_count(self) -> int:
@@ -213,8 +224,22 @@ class KbIndex:
             chunk_index=int(stored.get_first(fields.CHUNK_INDEX) or 0),
             digest=stored_digest(stored),
             score=score,
-            stored=stored,
+            segment_id=self._segment_ids[address.segment_ord],
+            doc=int(address.doc),
+            texts=self.texts,
         )
+
+    def read_texts(self, hits: Sequence[IndexHit]) -> list[str]:
+        """The texts of hits of this index, their missing blocks fetched together."""
+        if self.texts is None:
+            raise ValueError("this index has no chunk texts")
+        return self.texts.texts([(hit.segment_id, hit.doc, hit.digest) for hit in hits])
+
+    def _texts_of(self, placed: list[tuple[tantivy.DocAddress, tantivy.Document]]) -> list[str]:
+        wanted = [(self._segment_ids[a.segment_ord], int(a.doc), stored_digest(d)) for a, d in placed]
+        if self.texts is None:
+            raise ValueError("this index has no chunk texts")
+        return self.texts.texts(wanted)
 
     def _addresses(self, doc_id: str) -> list[tantivy.DocAddress]:
         query = tantivy.Query.term_query(self._schema, fields.DOC_ID, doc_id)
@@ -240,16 +265,19 @@ class KbIndex:
         hits = self._searcher.search(query, 1, count=False).hits
         return stored_access(self._searcher.doc(hits[0][1])) if hits else None
 
-    def chunk(self, doc_id: str, chunk_index: int) -> IndexedChunk | None:
-        """One stored chunk of the document (a dense hit's text), or None if the index lacks it."""
+    def chunk(self, doc_id: str, chunk_index: int, with_text: bool = True) -> IndexedChunk | None:
+        """One stored chunk of the document (a dense hit's text), or None if the index lacks it;
+        `with_text=False`: its text left empty (nothing read but tantivy's store)."""
         for address in self._addresses(doc_id):
             stored = self._searcher.doc(address)
             if int(stored.get_first(fields.CHUNK_INDEX) or 0) == chunk_index:
-                return stored_chunk(stored)
+                return stored_chunk(stored, self._texts_of([(address, stored)])[0] if with_text else "")
         return None
 
-    def stored_chunks(self, doc_id: str) -> list[IndexedChunk]:
+    def stored_chunks(self, doc_id: str, with_text: bool = True) -> list[IndexedChunk]:
         """Every chunk of the document stored in this index, in chunk order (a rebuild reuses them
-        instead of reading the document's body again)."""
-        chunks = [stored_chunk(self._searcher.doc(address)) for address in self._addresses(doc_id)]
+        instead of reading the document's body again); `with_text=False`: texts left empty."""
+        placed = [(address, self._searcher.doc(address)) for address in self._addresses(doc_id)]
+        texts = self._texts_of(placed) if with_text and placed else [""] * len(placed)
+        chunks = [stored_chunk(stored, text) for (_, stored), text in zip(placed, texts, strict=True)]
         return sorted(chunks, key=lambda chunk: chunk.chunk_index)

@@ -58,6 +58,11 @@ class IndexFile(BaseModel):
     role: Annotated[str, StringConstraints(pattern=r"^[a-z][a-z0-9_]{0,31}$")] = "tantivy"
 
 
+# A segment's chunk texts (`index/chunk_text`): `{segment_id}.chunks`, role `text` in the manifest.
+TEXT_ROLE = "text"
+TEXT_EXTENSION = "chunks"
+
+
 class VectorFileCorrupt(IndexUnavailable):
     """A vector file is truncated, of an unknown format, of another model, or inconsistent with its
     header (`index/vectors`; defined here so that search can catch it without importing numpy)."""
@@ -152,6 +157,10 @@ def parse_manifest(data: bytes, kb_id: str) -> IndexManifest:
     tantivy_files = {name for name, entry in manifest.files.items() if entry.role == "tantivy"}
     if set(segment_files(manifest.meta, tantivy_files)) != tantivy_files:
         raise IndexCorrupt("index manifest files do not match its segments")
+    text_files = {name for name, entry in manifest.files.items() if entry.role == TEXT_ROLE}
+    segment_ids = [str(segment["segment_id"]).replace("-", "") for segment in manifest.meta.get("segments", [])]
+    if text_files != {f"{segment_id}.{TEXT_EXTENSION}" for segment_id in segment_ids}:
+        raise IndexCorrupt("index manifest does not list one chunk text file per segment")
     return manifest
 
 

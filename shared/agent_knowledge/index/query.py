@@ -72,6 +72,8 @@ class _FusedHit:
     digest: str
     score: float
     read_text: Callable[[], str | None]
+    # The lexical hit shown, if the document had one (its text is read with the others').
+    lexical: IndexHit | None = None
 
     @property
     def text(self) -> str | None:
@@ -202,13 +204,10 @@ def retrieve(
         return RetrievalResult([], kept, failed + lost, 0, [k for k in degraded if k in kept])
 
     scope_kb_ids = set(kb_ids)
-    found: list[RetrievedDocument] = []
-    seen: set[tuple[str, str]] = set()
-    bodies_seen: set[str] = set()
     stale = 0
+    eligible: list[tuple[_Candidate, DocumentRecord]] = []
     for candidate in candidates:
-        key = (candidate.kb_id, candidate.hit.doc_id)
-        record = records.get(key)
+        record = records.get((candidate.kb_id, candidate.hit.doc_id))
         if not _is_current(record, candidate, scope_kb_ids):
             stale += 1
             continue
@@ -216,23 +215,85 @@ def retrieve(
         default = scope.knowledge_bases[record.kb_id].default_access
         if viewer is not None and not visible(record.access, default, viewer):
             continue  # its access changed since the served index was written: not counted, not shown
-        # The same page stored twice (as .html and .docx, or in two KBs) would take two hints.
-        duplicate = bool(record.body_sha256) and record.body_sha256 in bodies_seen
-        if key in seen or duplicate or len(found) >= wanted:
-            continue
-        hit = candidate.hit
-        text = hit.text
-        if text is None:  # a dense row whose chunk the served index no longer holds
-            stale += 1
-            continue
-        seen.add(key)
-        bodies_seen.add(record.body_sha256)
-        found.append(
-            RetrievedDocument(candidate.kb_id, record, hit.score, hit.chunk_index, text, analyzed.matched_terms(text))
-        )
+        eligible.append((candidate, record))
+
+    found: list[RetrievedDocument] = []
+    seen: set[tuple[str, str]] = set()
+    bodies_seen: set[str] = set()
+    text_failed: set[str] = set()
+    position = 0
+    while position < len(eligible) and len(found) < wanted:
+        # The next candidates that would be shown, their texts read together (index/chunk_text).
+        batch: list[tuple[_Candidate, DocumentRecord]] = []
+        while position < len(eligible) and len(found) + len(batch) < wanted:
+            candidate, record = eligible[position]
+            position += 1
+            key = (candidate.kb_id, candidate.hit.doc_id)
+            # The same page stored twice (as .html and .docx, or in two KBs) would take two hints.
+            duplicate = bool(record.body_sha256) and record.body_sha256 in bodies_seen
+            if key in seen or duplicate or candidate.kb_id in text_failed:
+                continue
+            seen.add(key)
+            bodies_seen.add(record.body_sha256)
+            batch.append((candidate, record))
+        texts = _read_texts([candidate for candidate, _ in batch], text_failed)
+        for (candidate, record), text in zip(batch, texts, strict=True):
+            if text is None:  # a dense row whose chunk the served index no longer holds, or a failed read
+                seen.discard((candidate.kb_id, candidate.hit.doc_id))
+                bodies_seen.discard(record.body_sha256)
+                stale += candidate.kb_id not in text_failed
+                continue
+            hit = candidate.hit
+            found.append(
+                RetrievedDocument(
+                    candidate.kb_id, record, hit.score, hit.chunk_index, text, analyzed.matched_terms(text)
+                )
+            )
+    if text_failed:
+        answered = [kb_id for kb_id in answered if kb_id not in text_failed]
+        failed = failed + sorted(text_failed)
+        degraded = [kb_id for kb_id in degraded if kb_id not in text_failed]
     if reranker is not None:
         found = _reranked(reranker, query, found, max_docs)
     return RetrievalResult(found[:max_docs], answered, failed, stale, degraded)
+
+
+def _read_texts(candidates: list[_Candidate], failed: set[str]) -> list[str | None]:
+    """The chunk texts of `candidates`: lexical hits of one index in one call (their missing blocks
+    fetched in parallel), a dense row's on its own; None for a row the index no longer holds. A KB
+    whose texts cannot be read is added to `failed` (its candidates get None)."""
+    texts: list[str | None] = [None] * len(candidates)
+    groups: dict[int, tuple[str, list[tuple[int, IndexHit]]]] = {}
+    for number, candidate in enumerate(candidates):
+        hit = candidate.hit
+        lexical = hit if isinstance(hit, IndexHit) else hit.lexical
+        if lexical is not None and lexical.texts is not None:
+            groups.setdefault(id(lexical.texts), (candidate.kb_id, []))[1].append((number, lexical))
+    for kb_id, hits in groups.values():
+        source = hits[0][1].texts
+        try:
+            assert source is not None
+            read = source.texts([(hit.segment_id, hit.doc, hit.digest) for _, hit in hits])
+        except (KnowledgeError, IndexUnavailable, BodyMissing, OSError, ValueError) as exc:
+            logger.warning("chunk texts unreadable", extra={"kb_id": kb_id, "error": type(exc).__name__})
+            failed.add(kb_id)
+            continue
+        for (number, _), text in zip(hits, read, strict=True):
+            texts[number] = text
+    for number, candidate in enumerate(candidates):
+        hit = candidate.hit
+        if (
+            texts[number] is None
+            and candidate.kb_id not in failed
+            and isinstance(hit, _FusedHit)
+            and hit.lexical is None
+        ):
+            try:
+                texts[number] = hit.text
+            except (KnowledgeError, IndexUnavailable, BodyMissing, OSError, ValueError) as exc:
+                logger.warning("chunk texts unreadable", extra={"kb_id": candidate.kb_id, "error": type(exc).__name__})
+                failed.add(candidate.kb_id)
+    return texts
 
 
 def _reranked(reranker: Reranker, query: str, found: list[RetrievedDocument], max_docs: int) -> list[RetrievedDocument]:
@@ -274,7 +335,7 @@ def _kb_candidates(
     while True:
         dense = dense_search(
             served.manifest, served.directory, vector, asked, lambda doc_id: _revision(served.index, doc_id),
-            remote=remote,  # type: ignore[arg-type]  # a store without ranges downloads every file
+            remote=remote,  # a store without ranges downloads every file
         )  # fmt: skip
         if access is None:
             break
@@ -293,8 +354,14 @@ def _kb_candidates(
             shown = document.lexical
             fused.append(
                 _FusedHit(
-                    shown.doc_id, shown.revision, shown.chunk_index, shown.digest, document.score, _shown_text(shown)
-                )
+                    shown.doc_id,
+                    shown.revision,
+                    shown.chunk_index,
+                    shown.digest,
+                    document.score,
+                    _shown_text(shown),
+                    shown,
+                )  # fmt: skip
             )
         elif document.dense is not None:
             row = document.dense
@@ -315,7 +382,7 @@ def _admitted(index: KbIndex, access: AccessFilter, doc_id: str) -> bool:
 
 
 def _revision(index: KbIndex, doc_id: str) -> str | None:
-    first = index.chunk(doc_id, 0)
+    first = index.chunk(doc_id, 0, with_text=False)
     return first.revision if first is not None else None
 
 

@@ -23,8 +23,10 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from agent_knowledge.errors import KnowledgeUnavailable
+from agent_knowledge.index.chunk_text import ChunkTexts
 from agent_knowledge.index.kb_index import KbIndex
 from agent_knowledge.index.layout import (
+    TEXT_ROLE,
     IndexCorrupt,
     IndexManifest,
     IndexUnavailable,
@@ -42,11 +44,13 @@ RETRY_SECONDS = 30.0
 
 class IndexObjects(Protocol):
     """What loading an index needs of the bodies bucket (`BodyStore`): small objects read whole,
-    index files streamed."""
+    index files streamed, chunk texts read by ranges."""
 
     def read(self, key: str) -> bytes: ...
 
     def download(self, key: str, target: Sink) -> int: ...
+
+    def read_range(self, key: str, start: int, end: int, etag: str | None = None) -> tuple[bytes, dict[str, str]]: ...
 
 
 def read_manifest(bodies: IndexObjects, kb_id: str, key: str) -> IndexManifest:
@@ -60,10 +64,17 @@ def open_generation(
     files: LocalFiles, bodies: IndexObjects, manifest: IndexManifest, owner: str, by_need: bool = False
 ) -> tuple[KbIndex, str, int]:
     """Materialize and open `manifest`'s generation: (index, its directory, bytes downloaded).
-    `by_need`: for search, its large vector files are read by need instead (index/vector_ranges)."""
-    directory, downloaded = files.materialize(bodies, manifest, owner, by_need=by_need)
+    `by_need`: for search, its large vector files are read by need instead (index/vector_ranges),
+    and its chunk text files are not downloaded: the blocks of the hits a search answers are read
+    by ranged GETs (index/chunk_text). A writer (`by_need` False) gets every file."""
+    fetched = manifest
+    if by_need:
+        kept = {name: entry for name, entry in manifest.files.items() if entry.role != TEXT_ROLE}
+        fetched = manifest.model_copy(update={"files": kept})
+    directory, downloaded = files.materialize(bodies, fetched, owner, by_need=by_need)
     try:
-        return KbIndex.open(directory, manifest.generation), directory, downloaded
+        texts = ChunkTexts(directory, bodies, manifest) if by_need else None
+        return KbIndex.open(directory, manifest.generation, texts), directory, downloaded
     except (KeyboardInterrupt, SystemExit):
         files.discard(directory)
         raise

@@ -6,12 +6,13 @@ unchanged); `uni` holds its CJK characters one by one. `doc_key` (a fast field: 
 of the document id) lets hits be grouped by document without loading them; `doc_id` is indexed
 (raw) for deletes and lookups by document. The remaining fields are stored only, not indexed:
 enough to validate a hit against the current document record (`revision` as its ASCII bytes,
-`digest` as the 8 bytes its 16 hex digits spell) and to return the chunk without reading S3.
+`digest` as the 8 bytes its 16 hex digits spell) and to find its text.
 `access` holds the document's access terms (raw, indexed and stored): who may see the chunk.
-Measured on 20,000 chunks of the benchmark corpus (~605 bytes of text each): 680 bytes of index
-per chunk with `revision` and `digest` indexed as terms, 648 without (the digest, unique per
-chunk, cost a term and a posting each); of those 648, the compressed chunk text in the store is
-~440, postings of `text` and `uni` ~136, term dictionaries ~35, fast field and norms ~11.
+The chunk text is not in tantivy: it is in the segment's own text file (`index/chunk_text`), read
+for the hits a search answers. Measured on 20,000 chunks of the benchmark corpus (~605 bytes of
+text each), before the text moved out: 648 bytes of index per chunk, of which the compressed chunk
+text in tantivy's store was ~440, postings of `text` and `uni` ~136, term dictionaries ~35, fast
+field and norms ~11 (with `revision` and `digest` indexed as terms: 680).
 """
 
 from __future__ import annotations
@@ -28,7 +29,6 @@ DOC_KEY = "doc_key"
 REVISION = "revision"
 CHUNK_INDEX = "chunk_index"
 DIGEST = "digest"
-CHUNK = "chunk"
 ACCESS = "access"
 
 # Any change to this schema, the analyzers below or the tokenization bumps `SCHEMA_VERSION`
@@ -93,7 +93,6 @@ def schema() -> tantivy.Schema:
     builder.add_bytes_field(REVISION, stored=True)
     builder.add_unsigned_field(CHUNK_INDEX, stored=True)
     builder.add_bytes_field(DIGEST, stored=True)
-    builder.add_bytes_field(CHUNK, stored=True)
     # The document's access terms (`identity/document_access.index_terms`), raw, on every chunk:
     # the query's filter (MUST one of the caller's allow terms, MUST NOT its deny terms), applied
     # before the top-k cut; stored so that a dense hit's document is filtered by the same terms.

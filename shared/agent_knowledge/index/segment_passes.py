@@ -15,6 +15,11 @@ tantivy's garbage collection cannot delete them.
 - a merge: exactly the FAN_IN chosen segments shown, and an empty commit, on which tantivy merges
   them natively. If its policy would not (segments of 10,000 chunks and more that it levels
   apart), the chosen segments' live chunks are read from their stores and added as a new segment.
+
+Every segment a pass creates gets its chunk text file (`index/chunk_text`) before the pass ends:
+texts of the chunks it added (spooled as they were added), else of the shown segments' own text
+files (a merge). The shown segments' text files are linked into the pass directory with their
+segment's other files.
 """
 
 from __future__ import annotations
@@ -30,7 +35,14 @@ import tantivy
 
 from agent_knowledge.index import merge_policy
 from agent_knowledge.index import schema as fields
-from agent_knowledge.index.builder import UPDATE_HEAP_BYTES, add_chunks, stored_chunk
+from agent_knowledge.index.builder import (
+    UPDATE_HEAP_BYTES,
+    TextSpool,
+    add_chunks,
+    stored_chunk,
+    write_segment_texts,
+)
+from agent_knowledge.index.chunk_text import ChunkTexts
 from agent_knowledge.index.chunks import IndexedChunk
 from agent_knowledge.index.layout import file_name_ok, segment_files
 
@@ -77,6 +89,13 @@ class SegmentEditor:
             self.meta: dict[str, Any] = json.load(source)
         self.passes = 0
         self.merges = 0
+        # The texts of the chunks the running pass adds (`_pass` opens and closes it).
+        self._spool: TextSpool | None = None
+
+    def _texts(self) -> TextSpool:
+        if self._spool is None:
+            raise RuntimeError("chunks are added inside a pass only")
+        return self._spool
 
     @property
     def segments(self) -> list[dict[str, Any]]:
@@ -118,7 +137,7 @@ class SegmentEditor:
         def work(writer: tantivy.IndexWriter) -> None:
             for doc_id in wanted:
                 writer.delete_documents_by_term(fields.DOC_ID, doc_id)
-            add_chunks(writer, chunks)
+            add_chunks(writer, chunks, self._texts())
 
         self._pass(shown, work)
         after = sum(alive_chunks(s) for s in self.segments if _segment_id(s) in located)
@@ -131,7 +150,7 @@ class SegmentEditor:
 
         def adds(writer: tantivy.IndexWriter) -> None:
             nonlocal added
-            added = add_chunks(writer, chunks)
+            added = add_chunks(writer, chunks, self._texts())
 
         self._pass([], adds)
         return added
@@ -175,6 +194,7 @@ class SegmentEditor:
 
     def _pass(self, segment_ids: list[str], work: Callable[[tantivy.IndexWriter], None]) -> None:
         directory = self._pass_directory(segment_ids)
+        self._spool = TextSpool()
         try:
             index = tantivy.Index.open(directory)
             fields.register_analyzers(index)
@@ -182,13 +202,18 @@ class SegmentEditor:
             work(writer)
             writer.commit()
             writer.wait_merging_threads()
+            del writer, index
             with open(os.path.join(directory, "meta.json"), encoding="utf-8") as source:
                 result: dict[str, Any] = json.load(source)
+            created = [_segment_id(s) for s in result.get("segments", []) if _segment_id(s) not in set(segment_ids)]
+            write_segment_texts(directory, created, self._texts(), segment_ids)
             for name in os.listdir(directory):
                 target = os.path.join(self.directory, name)
                 if file_name_ok(name) and not os.path.exists(target):
                     os.link(os.path.join(directory, name), target)
         finally:
+            self._spool.close()
+            self._spool = None
             shutil.rmtree(directory, ignore_errors=True)
         shown = set(segment_ids)
         kept = [s for s in self.segments if _segment_id(s) not in shown]
@@ -205,12 +230,19 @@ class SegmentEditor:
 
 
 def _live_chunks(directory: str) -> Iterator[IndexedChunk]:
-    """Every chunk not deleted of the index in `directory`, streamed from its stores."""
+    """Every chunk not deleted of the index in `directory`, streamed from its stores and text files."""
     searcher = tantivy.Index.open(directory).searcher()
     total = int(searcher.num_docs)
-    if total:
-        for _, address in searcher.search(tantivy.Query.all_query(), total, count=False).hits:
-            yield stored_chunk(searcher.doc(address))
+    if not total:
+        return
+    alive = {(a.segment_ord, a.doc) for _, a in searcher.search(tantivy.Query.all_query(), total, count=False).hits}
+    with open(os.path.join(directory, "meta.json"), encoding="utf-8") as source:
+        segments = json.load(source).get("segments", [])
+    texts = ChunkTexts(directory)
+    for number, segment in enumerate(segments):
+        for doc, (_, text) in enumerate(texts.entries(_segment_id(segment))):
+            if (number, doc) in alive:
+                yield stored_chunk(searcher.doc(tantivy.DocAddress(number, doc)), text)
 
 
 def edit(directory: str, change: Callable[[SegmentEditor], Any]) -> Any:

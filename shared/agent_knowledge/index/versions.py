@@ -11,8 +11,9 @@ from typing import Any
 # tokenization in `index/analyzer.py`. Bump it with any change to them: every manifest records it,
 # readers refuse another version (that source fails, docs/DESIGN.md §10) and the next update of
 # each KB — or the reconciler's next run — rebuilds its index in full.
-# 2: revision and digest stored only, as bytes; 3: identifiers indexed whole; 4: access terms
-SCHEMA_VERSION = 4
+# 2: revision and digest stored only, as bytes; 3: identifiers indexed whole; 4: access terms;
+# 5: chunk texts out of tantivy, in a text file per segment (`index/chunk_text`)
+SCHEMA_VERSION = 5
 
 # Version of the manifest format (`index/layout.py`), independent of tantivy's and the schema's.
 # 2: `index_bytes`, each file's `role`, kind `compaction`.

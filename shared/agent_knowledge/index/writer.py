@@ -31,6 +31,8 @@ from agent_knowledge.index.layout import (
     FILE_CONTENT_TYPE,
     KEEP_GENERATIONS,
     MANIFEST_CONTENT_TYPE,
+    TEXT_EXTENSION,
+    TEXT_ROLE,
     IndexFile,
     IndexManifest,
     file_key,
@@ -140,7 +142,8 @@ def describe(
             files[name] = base.files[name]
         else:
             sha256, size = sha256_of_file(os.path.join(directory, name))
-            files[name] = IndexFile(sha256=sha256, size=size)
+            role = TEXT_ROLE if name.endswith(f".{TEXT_EXTENSION}") else "tantivy"
+            files[name] = IndexFile(sha256=sha256, size=size, role=role)
     chunks = sum(alive_chunks(segment) for segment in meta.get("segments", []))
     return IndexManifest(
         format_version=FORMAT_VERSION,
