@@ -22,7 +22,7 @@ import sys
 from collections.abc import Iterator, Sequence
 
 from agent_knowledge_dev.arguments import ROOT_PROG, OneLineParser
-from agent_knowledge_dev.commands import Command, documents, invoke, mcp, serve, sessions, tasks, workspace
+from agent_knowledge_dev.commands import Command, documents, invoke, mcp, serve, sessions, tasks, token, workspace
 from agent_knowledge_dev.console import CliError, LocalStackStopped
 
 # As the template sets it for the functions (template.yaml, Globals): one BLAS thread. It must be
@@ -35,6 +35,7 @@ COMMANDS: list[Command] = [
     *workspace.COMMANDS,  # client, route, kb
     documents.COMMAND,  # doc
     sessions.COMMAND,  # session
+    token.COMMAND,  # token (the local test issuer of serve --oauth)
     tasks.COMMAND,  # task
     mcp.COMMAND,  # the host package's MCP server
 ]

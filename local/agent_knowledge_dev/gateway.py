@@ -234,8 +234,12 @@ class Gateway:
         invoke: Invoke,
         clock: Callable[[], float] = time.time,
         port: int | None = None,
+        documents: dict[str, Callable[[], dict[str, Any]]] | None = None,
     ) -> None:
         self._table = RouteTable(routes)
+        # GET path → a JSON document the gateway itself serves (`serve --oauth`: its test issuer's
+        # discovery document and JWKS, agent_knowledge_dev.oauth_issuer); no function behind it.
+        self._documents = documents or {}
         self._invoke = invoke
         self._clock = clock
         self.port = port
@@ -248,6 +252,8 @@ class Gateway:
         match = self._table.match(request.method, raw_path) if addressed_here else None
         if not addressed_here:
             response = json_error(403, "forbidden", self._foreign_host())
+        elif raw_path in self._documents:
+            response = self._document(request.method, raw_path)
         elif match is None:
             response = json_error(404, "not_found", "no such endpoint")
         elif isinstance(match, list):
@@ -262,6 +268,15 @@ class Gateway:
                 response = json_error(502, "internal_error", f"the function failed (request id {request_id})")
         response.headers.append(("apigw-requestid", request_id))
         return response
+
+    def add_documents(self, documents: dict[str, Callable[[], dict[str, Any]]]) -> None:
+        self._documents.update(documents)
+
+    def _document(self, method: str, path: str) -> HttpResponse:
+        if method not in {"GET", "HEAD"}:
+            return json_error(405, "method_not_allowed", "use GET", [("Allow", "GET")])
+        body = json.dumps(self._documents[path](), separators=(",", ":")).encode()
+        return HttpResponse(200, [("Content-Type", "application/json"), ("Cache-Control", "no-store")], body)
 
     def _foreign_host(self) -> str:
         # Names nothing of the request: its Host is the attacker's to choose.

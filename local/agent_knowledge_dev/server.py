@@ -35,6 +35,7 @@ from agent_knowledge_dev.gateway import (
     loopback_origins,
 )
 from agent_knowledge_dev.localstate import AlreadyRunning, ServeLock, ServerInfo
+from agent_knowledge_dev.oauth_issuer import LocalIssuer
 
 log = logging.getLogger(__name__)
 
@@ -245,7 +246,7 @@ def _banner(base_url: str, elapsed: float, documents: int, moto_endpoint: str) -
     )
 
 
-def serve(host: str, port: int, quiet: bool = False, embedding_provider: str = "local") -> int:
+def serve(host: str, port: int, quiet: bool = False, embedding_provider: str = "local", oauth: bool = False) -> int:
     started = time.perf_counter()
     lock = ServeLock()
     try:
@@ -258,11 +259,18 @@ def serve(host: str, port: int, quiet: bool = False, embedding_provider: str = "
         from agent_knowledge_dev.stacks import moto_server_stack
         from agent_knowledge_dev.template import function_routes
 
-        api = _bind(host, port, Gateway(function_routes(), FunctionInvoker()), quiet)
+        gateway = Gateway(function_routes(), FunctionInvoker())
+        api = _bind(host, port, gateway, quiet)
+        # The functions fetch the issuer's keys from this server: by a loopback address it listens on.
+        loopback = "[::1]" if host == "::1" else "127.0.0.1"
+        issuer = _start_issuer(gateway, f"http://{loopback}:{api.port}") if oauth else None
         try:
             origins = ",".join(loopback_origins(api.port))
             with moto_server_stack(
-                in_process=True, embedding_provider=embedding_provider, mcp_allowed_origins=origins
+                in_process=True,
+                embedding_provider=embedding_provider,
+                mcp_allowed_origins=origins,
+                environment=issuer.environment() if issuer is not None else None,
             ) as stack:
                 lock.publish(ServerInfo(os.getpid(), api.base_url, stack.endpoint, stack.environment, time.time()))
                 _stop_on_signals()
@@ -270,6 +278,8 @@ def serve(host: str, port: int, quiet: bool = False, embedding_provider: str = "
                     _banner(api.base_url, time.perf_counter() - started, stack.documents, stack.endpoint),
                     flush=True,
                 )
+                if issuer is not None:
+                    print(_oauth_banner(issuer), flush=True)
                 if host not in {"127.0.0.1", "localhost", "::1"}:
                     print(
                         f"warning: listening on {host}; the demo bearer token is public (requests must still"
@@ -283,6 +293,35 @@ def serve(host: str, port: int, quiet: bool = False, embedding_provider: str = "
                     print("stopping", file=sys.stderr, flush=True)
         finally:
             api.server_close()
+            if issuer is not None:
+                from agent_knowledge_dev.localstate import state_dir
+                from agent_knowledge_dev.oauth_issuer import remove_key
+
+                remove_key(state_dir())
     finally:
         lock.release()
     return 0
+
+
+def _start_issuer(gateway: Gateway, base_url: str) -> LocalIssuer:
+    """`serve --oauth`: a signing key for this run, its discovery document and JWKS served by the
+    gateway, the key in the state dir for `token issue` (agent_knowledge_dev.oauth_issuer)."""
+    from agent_knowledge_dev.localstate import state_dir
+    from agent_knowledge_dev.oauth_issuer import DISCOVERY_PATH, JWKS_PATH, LocalIssuer
+
+    issuer = LocalIssuer.generate(base_url)
+    issuer.save(state_dir())
+    gateway.add_documents({DISCOVERY_PATH: issuer.discovery, JWKS_PATH: issuer.jwks})
+    return issuer
+
+
+def _oauth_banner(issuer: LocalIssuer) -> str:
+    cli = cli_command()
+    return "\n".join(
+        [
+            "OAuth resource-server mode (--oauth): JWT access tokens of the local test issuer are accepted",
+            f"  issuer       : {issuer.issuer} (signing key generated for this run)",
+            f"  audience     : {issuer.audience}",
+            f"  a token      : {cli} token issue --principal-id alice --role member",
+        ]
+    )

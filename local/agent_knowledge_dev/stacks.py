@@ -83,6 +83,7 @@ def moto_server_stack(
     in_process: bool = False,
     embedding_provider: str = "local",
     mcp_allowed_origins: str = "",
+    environment: dict[str, str] | None = None,
 ) -> Iterator[MotoServerStack]:
     """A moto server on loopback with the template's stack (and the demo workspace and sample
     documents when `seed`); this process is pointed at it for good (run it in its own process).
@@ -96,7 +97,8 @@ def moto_server_stack(
     the HTTP client, a TCP connection, werkzeug and Flask — about half of what each call cost, and
     each document is a dozen calls. The fault drills keep HTTP (`stop_moto` cuts storage off).
     `embedding_provider`: the stack's EmbeddingProvider (`stack.LOCAL_EMBEDDING_PROVIDERS`);
-    `mcp_allowed_origins`: its McpAllowedOrigins (`serve`: its loopback origins)."""
+    `mcp_allowed_origins`: its McpAllowedOrigins (`serve`: its loopback origins); `environment`:
+    variables set over the template's (`serve --oauth`: its test issuer's OAUTH_*)."""
     from moto import mock_aws
     from moto.server import ThreadedMotoServer
 
@@ -122,6 +124,7 @@ def moto_server_stack(
         # not imported here: the layer's observability must first see the environment): locally
         # every function shares one environment.
         stack.environment["MCP_ALLOWED_ORIGINS"] = mcp_allowed_origins
+        stack.environment.update(environment or {})
         use_stack_environment(stack.environment)
         if in_process:
             mock = mock_aws()

@@ -24,6 +24,12 @@ def _arguments(parser: argparse.ArgumentParser) -> None:
         "summed up in one line every 5 s)",
     )
     parser.add_argument(
+        "--oauth",
+        action="store_true",
+        help="also accept OAuth access tokens (JWT) of a local test issuer started with serve: its "
+        "discovery document and JWKS on this server, tokens from `agent-knowledge token issue`",
+    )
+    parser.add_argument(
         "--embedding-provider",
         choices=EMBEDDING_PROVIDERS,
         default="local",
@@ -51,7 +57,11 @@ def _run(arguments: argparse.Namespace) -> int:
         log_summary.summarise_function_logs()
     try:
         return serve(
-            arguments.host, arguments.port, quiet=arguments.quiet, embedding_provider=arguments.embedding_provider
+            arguments.host,
+            arguments.port,
+            quiet=arguments.quiet,
+            embedding_provider=arguments.embedding_provider,
+            oauth=arguments.oauth,
         )
     finally:
         log_summary.stop()
