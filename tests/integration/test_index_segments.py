@@ -12,10 +12,12 @@ import tantivy
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from agent_knowledge.index import merge_policy
+from agent_knowledge.index import chunk_text, merge_policy
 from agent_knowledge.index.builder import stored_chunk
+from agent_knowledge.index.chunks import chunk_digest
 from agent_knowledge.index.layout import KEEP_GENERATIONS, prefix
 from agent_knowledge.index.local_files import LocalFiles
+from agent_knowledge.index.query import retrieve
 from agent_knowledge.index.reader_cache import IndexCache, read_manifest, reset_local_state
 from agent_knowledge.index.rebuild import rebuild_kb_index
 from agent_knowledge.index.segment_passes import SegmentEditor
@@ -24,7 +26,7 @@ from agent_knowledge.index.writer import ORPHAN_GRACE_SECONDS, collect_garbage, 
 from agent_knowledge.ingest.ingestor import Ingestor
 from agent_knowledge.repositories.documents import document_id
 from agent_knowledge_dev.admin import create_knowledge_base
-from tests.support.retrieval import search, search_titles
+from tests.support.retrieval import scope_of, search, search_titles
 
 WORDS = ["alpha", "bravo", "charlie", "delta", "echo", "foxtrot", "golf", "hotel", "配置", "模板", "并发", "锁"]
 
@@ -177,6 +179,43 @@ def test_a_reader_that_missed_generations_downloads_only_what_it_lacks(stack, in
         # /tmp holds the new generation once: the old generation's own files are gone.
         assert reader.files.stored_bytes() == sum({e.sha256: e.size for e in local.values()}.values())
         assert search_titles(stack, ["kb"], "zulu") == ["Zulu"]
+    finally:
+        reader.clear()
+        reader.files.clear()
+
+
+def test_a_search_reads_the_chunk_texts_of_what_it_shows_by_ranges_once(stack, ingestor, monkeypatch, tmp_path):
+    """Issue 36: the text files are not downloaded; the hints' texts come by ranged GETs of the text
+    files only, are the hits' own chunks, and a second search of them reads nothing."""
+    for i in range(40):  # distinct bodies (one hint per body)
+        ingestor.put("kb", f"d{i}.md", f"D{i}", _body([WORDS[i % 8], f"item{i}"], 2), rebuild_index=False)
+    ingestor.rebuild_index("kb")
+    bodies = stack.repositories.bodies
+    ranges: list[tuple[str, int, int]] = []
+    read_range = bodies.read_range
+
+    def counted(key: str, start: int, end: int, etag: str | None = None):
+        ranges.append((key, start, end))
+        return read_range(key, start, end, etag)
+
+    monkeypatch.setattr(bodies, "read_range", counted)
+    chunk_text.cache.clear()
+    reader = IndexCache(LocalFiles(str(tmp_path / "reader")))
+    try:
+        scope = scope_of(stack, ["kb"])
+        found = retrieve(bodies, stack.repositories.documents, scope, "golf", 3, cache=reader, embedder=None)
+        assert len(found.documents) == 3  # five documents hold "golf"
+        for document in found.documents:
+            assert "golf" in document.chunk_text and document.matched_terms == ("golf",)
+            assert chunk_digest(document.chunk_text) == document.document.chunk_digests[document.chunk_index]
+        manifest = newest_manifest(stack)
+        texts = {manifest.file_key(name): entry.size for name, entry in manifest.files.items() if entry.role == "text"}
+        assert ranges and {key for key, _, _ in ranges} <= set(texts)
+        assert reader.last_sync["kb"].downloaded_bytes == manifest.total_bytes - sum(texts.values())
+        before = len(ranges)
+        again = retrieve(bodies, stack.repositories.documents, scope, "golf", 3, cache=reader, embedder=None)
+        assert [d.chunk_text for d in again.documents] == [d.chunk_text for d in found.documents]
+        assert len(ranges) == before  # kept in memory
     finally:
         reader.clear()
         reader.files.clear()

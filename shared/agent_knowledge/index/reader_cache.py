@@ -60,6 +60,13 @@ def read_manifest(bodies: IndexObjects, kb_id: str, key: str) -> IndexManifest:
         raise IndexCorrupt("index manifest is missing") from exc
 
 
+def without_texts(manifest: IndexManifest) -> IndexManifest:
+    """The manifest as a search container downloads it: without the chunk text files, which it
+    reads by ranges (`index/chunk_text`); its room and its download are reckoned from this."""
+    kept = {name: entry for name, entry in manifest.files.items() if entry.role != TEXT_ROLE}
+    return manifest.model_copy(update={"files": kept, "index_bytes": sum(entry.size for entry in kept.values())})
+
+
 def open_generation(
     files: LocalFiles, bodies: IndexObjects, manifest: IndexManifest, owner: str, by_need: bool = False
 ) -> tuple[KbIndex, str, int]:
@@ -67,10 +74,7 @@ def open_generation(
     `by_need`: for search, its large vector files are read by need instead (index/vector_ranges),
     and its chunk text files are not downloaded: the blocks of the hits a search answers are read
     by ranged GETs (index/chunk_text). A writer (`by_need` False) gets every file."""
-    fetched = manifest
-    if by_need:
-        kept = {name: entry for name, entry in manifest.files.items() if entry.role != TEXT_ROLE}
-        fetched = manifest.model_copy(update={"files": kept})
+    fetched = without_texts(manifest) if by_need else manifest
     directory, downloaded = files.materialize(bodies, fetched, owner, by_need=by_need)
     try:
         texts = ChunkTexts(directory, bodies, manifest) if by_need else None
@@ -195,12 +199,13 @@ class IndexCache:
         owner = f"index-cache:{kb_id}"
         # Mostly new files (a full rebuild): let go of the old generation first, so /tmp never
         # holds two whole copies of the index.
-        replace = entry is not None and 2 * self.files.missing_bytes(manifest, bodies) > manifest.total_bytes
+        local = without_texts(manifest)
+        replace = entry is not None and 2 * self.files.missing_bytes(local, bodies) > local.total_bytes
         try:
             try:
                 # Refused before anything is downloaded (or let go of) if it cannot fit.
                 self.files.ensure_room(
-                    manifest, replacing=entry.manifest if entry is not None and replace else None, bodies=bodies
+                    local, replacing=entry.manifest if entry is not None and replace else None, bodies=bodies
                 )
                 if entry is not None and replace:
                     self._drop(kb_id, entry)
