@@ -197,15 +197,28 @@ def test_format_1_files_are_read_and_scanned_exactly_and_unknown_formats_are_ref
 
 def test_list_offsets_that_do_not_cover_the_rows_are_corrupt():
     vectors = unit_rows(12)
-    data = bytearray(write_vectors("m", rows_for(12), vectors, partition_rows=0))
-    opened = VectorFile(bytes(data))
-    offsets = opened._list_offsets  # the last offset is the row count, stored as uint64
-    last = np.uint64(offsets[-1]).tobytes()
-    assert bytes(data).count(last) == 1
-    position = bytes(data).index(last)
-    data[position : position + 8] = np.uint64(11).tobytes()
+    header, arrays = header_and_arrays(write_vectors("m", rows_for(12), vectors, partition_rows=0))
+    offset, _, shape = header["arrays"]["list_offsets"]  # the last offset is the row count, as uint64
+    last = offset + 8 * (shape[0] - 1)
+    assert arrays[last : last + 8] == np.uint64(12).tobytes()
+    damaged = arrays[:last] + np.uint64(11).tobytes() + arrays[last + 8 :]
     with pytest.raises(VectorFileCorrupt, match="list offsets"):
-        VectorFile(bytes(data))
+        VectorFile(file_of(header, damaged))
+
+
+def test_document_names_out_of_order_or_not_utf8_are_corrupt():
+    vectors = unit_rows(12)
+    header, arrays = header_and_arrays(write_vectors("m", rows_for(12), vectors, partition_rows=0))
+    offset, _, shape = header["arrays"]["doc_offsets"]
+    swapped = arrays[:offset] + np.uint32(5).tobytes() + arrays[offset + 4 :]  # the first must be 0
+    with pytest.raises(VectorFileCorrupt, match="document names"):
+        VectorFile(file_of(header, swapped))
+    names = header["arrays"]["doc_names"][0]
+    broken = VectorFile(file_of(header, arrays[:names] + b"\xff" + arrays[names + 1 :]))
+    with pytest.raises(VectorFileCorrupt, match="UTF-8"):
+        broken.search(vectors[0], 12, exact_rows=0)  # every row: document 0's among them
+    with pytest.raises(VectorFileCorrupt, match="UTF-8"):
+        _ = broken.documents
 
 
 @pytest.mark.parametrize("partition_rows", [0, 10_000])

@@ -105,9 +105,17 @@ ARRAY_DIMENSIONS = {
 REQUIRED_ARRAYS = ("codes", "scales", "doc_numbers", "chunk_indexes", "digests")
 PARTITION_ARRAYS = ("centroids", "list_offsets")  # format 2
 # Format 3: the head's arrays, and the bytes per row of each array of a list block (codes: d).
-HEAD_ARRAYS = ("centroids", "list_offsets", "list_bytes", "list_crc32", "sample_codes", "sample_scales")
-HEAD_DTYPES = {"list_bytes": "<u8", "list_crc32": "<u4", "sample_codes": "|i1", "sample_scales": "<f4"}
-HEAD_DIMENSIONS = {"list_bytes": 1, "list_crc32": 1, "sample_codes": 2, "sample_scales": 1}
+HEAD_ARRAYS = (
+    "centroids", "list_offsets", "list_bytes", "list_crc32", "sample_codes", "sample_scales",
+    "doc_offsets", "doc_names",
+)  # fmt: skip
+HEAD_DTYPES = {
+    "list_bytes": "<u8", "list_crc32": "<u4", "sample_codes": "|i1", "sample_scales": "<f4", "doc_offsets": "<u4",
+    "doc_names": "|u1",
+}  # fmt: skip
+HEAD_DIMENSIONS = {
+    "list_bytes": 1, "list_crc32": 1, "sample_codes": 2, "sample_scales": 1, "doc_offsets": 1, "doc_names": 1,
+}  # fmt: skip
 _BLOCK_ROW_BYTES = {"codes": 0, "scales": 4, "doc_numbers": 4, "chunk_indexes": 4, "digests": DIGEST_BYTES}
 # Rows of a partitioned file's background sample (index/dense `_Sample`: the KB's sample takes at
 # most this many rows of any one file).
@@ -351,14 +359,22 @@ def _write_lists(
         "list_crc32": checksums,
         "sample_codes": np.ascontiguousarray(codes[order[sampled]]),
         "sample_scales": ordered_scales[sampled],
+        # The documents (doc_id, revision) as UTF-8, one after the other, and where each part
+        # starts: a reader decodes the names of its hits only, not a JSON list of every document.
+        "doc_offsets": np.zeros(2 * len(documents) + 1, np.uint32),
+        "doc_names": np.frombuffer(b"".join(part.encode() for key in documents for part in key), np.uint8),
     }
+    lengths = [len(part.encode()) for key in documents for part in key]
+    if sum(lengths) >= 2**32:
+        raise ValueError("the documents' names of one vector file must fit in 4 GiB")
+    head["doc_offsets"] = np.concatenate([[0], np.cumsum(lengths, dtype=np.int64)]).astype(np.uint32)
     lists_at = sum(_padded(array.nbytes) for array in head.values())
     head["list_bytes"] = (lists_at + np.concatenate([[0], np.cumsum(sizes)])).astype(np.uint64)
     # `lists_at` right after the format: a reader by need finds the head's size in the file's first
     # bytes (HEAD_PREFIX) and reads the rest of the head in one GET, whatever the header's length.
     header = {
         "format": LISTS_FORMAT, "lists_at": lists_at, "model_id": model_id, "dimensions": dimensions,
-        "rows": len(rows), "documents": [list(key) for key in documents],
+        "rows": len(rows), "documents": len(documents),
     }  # fmt: skip
     _write_head(target, header, head)
     for number in range(lists):
@@ -402,6 +418,41 @@ class ListSource(Protocol):
     end) in the file; the answer holds each one's bytes (index/vector_ranges fetches them by need)."""
 
     def blocks(self, spans: Sequence[tuple[int, int, int]]) -> dict[int, memoryview]: ...
+
+
+class _Documents(Protocol):
+    """A file's documents by number: (doc_id, revision)."""
+
+    def __len__(self) -> int: ...
+
+    def __getitem__(self, number: int) -> tuple[str, str]: ...
+
+
+class _Listed(list[tuple[str, str]]):
+    """Formats 1 and 2: the header's JSON list of documents, parsed whole at open."""
+
+
+class _Packed:
+    """Format 3: the documents' names as UTF-8 in the head, decoded one document at a time (a search
+    names its hits only: at 1M rows a file lists ~250,000 documents)."""
+
+    def __init__(self, offsets: npt.NDArray[np.int64], names: bytes) -> None:
+        self._offsets = offsets.tolist()
+        self._names = names
+
+    def __len__(self) -> int:
+        return (len(self._offsets) - 1) // 2
+
+    def __getitem__(self, number: int) -> tuple[str, str]:
+        if not 0 <= number < len(self):
+            raise IndexError(number)
+        at = self._offsets
+        try:
+            doc_id = self._names[at[2 * number] : at[2 * number + 1]].decode()
+            revision = self._names[at[2 * number + 1] : at[2 * number + 2]].decode()
+        except UnicodeDecodeError as exc:
+            raise VectorFileCorrupt(f"vector file document {number} is not UTF-8") from exc
+        return doc_id, revision
 
 
 class _Slices:
@@ -495,13 +546,18 @@ class VectorFile:
         # Rows and documents are numbered by uint32 arrays.
         self.rows: int = _integer(header.get("rows"), "rows", 0, MAX_ROWS)
         documents = header.get("documents")
-        if not isinstance(documents, list):
-            raise VectorFileCorrupt("vector file header documents is not a list")
-        self._documents: list[tuple[str, str]] = []
-        for entry in documents:
-            if not (isinstance(entry, list) and len(entry) == 2 and all(isinstance(part, str) for part in entry)):
-                raise VectorFileCorrupt("vector file header lists a document that is not [doc_id, revision]")
-            self._documents.append((entry[0], entry[1]))
+        self._documents: _Documents
+        if version == LISTS_FORMAT:  # their names are in the head's arrays (`_read_head`)
+            self._document_count = _integer(documents, "documents", 0, MAX_ROWS)
+        else:
+            if not isinstance(documents, list):
+                raise VectorFileCorrupt("vector file header documents is not a list")
+            named: list[tuple[str, str]] = []
+            for entry in documents:
+                if not (isinstance(entry, list) and len(entry) == 2 and all(isinstance(part, str) for part in entry)):
+                    raise VectorFileCorrupt("vector file header lists a document that is not [doc_id, revision]")
+                named.append((entry[0], entry[1]))
+            self._documents = _Listed(named)
         layout = header.get("arrays")
         if not isinstance(layout, dict):
             raise VectorFileCorrupt("vector file header arrays is not an object")
@@ -567,12 +623,18 @@ class VectorFile:
             "list_crc32": (lists,),
             "sample_codes": (len(self._sample_scales), self.dimensions),
             "sample_scales": (min(self.rows, SAMPLE_ROWS),),
+            "doc_offsets": (2 * self._document_count + 1,),
+            "doc_names": arrays["doc_names"].shape,
         }
         for name, shape in expected.items():
             if arrays[name].shape != shape:
                 raise VectorFileCorrupt(f"vector file array {name} has shape {arrays[name].shape}, expected {shape}")
         if not lists:
             raise VectorFileCorrupt("vector file of format 3 has no lists")
+        parts = arrays["doc_offsets"].astype(np.int64)
+        if parts[0] != 0 or parts[-1] != len(arrays["doc_names"]) or bool((np.diff(parts) < 0).any()):
+            raise VectorFileCorrupt("vector file document names do not cover its name bytes in order")
+        self._documents = _Packed(parts, arrays["doc_names"].tobytes())
         if self._lists_at != int(self._list_bytes[0]):
             raise VectorFileCorrupt("vector file header lists_at is not where its first list block starts")
         self._check_offsets()
@@ -677,7 +739,7 @@ class VectorFile:
     @property
     def documents(self) -> frozenset[tuple[str, str]]:
         """The (doc_id, revision) pairs with rows in this file (a document's rows are all in one file)."""
-        return frozenset(self._documents)
+        return frozenset(self._documents[number] for number in range(len(self._documents)))
 
     def _list_of(self, number: int) -> int:
         return int(np.searchsorted(self._list_offsets, number, side="right")) - 1
