@@ -157,8 +157,8 @@ def main() -> None:
         assert found.documents and all(document.chunk_text for document in found.documents)
         result["answered"] = [document.document.doc_id for document in found.documents]
         result["downloaded_bytes"] = store.downloaded_bytes
-        result["whole_object_bytes"] = store.whole
-        result["ranged_get_bytes"] = store.ranges
+        result["whole_object_bytes"] = list(store.whole)
+        result["ranged_get_bytes"] = list(store.ranges)
         result["gets"] = store.gets
         result["chunks"] = index.chunk_count
     elif mode == "moto-indexer":
