@@ -23,7 +23,6 @@ import json
 import os
 import platform
 import statistics
-import subprocess
 import threading
 import time
 from collections.abc import Iterator
@@ -38,7 +37,6 @@ PROFILES: dict[str, dict[str, Any]] = {
     "smoke": {"handbook": "smoke", "rounds": 2, "validations": 20},
 }
 TARGET_RATIO = 1.1
-ROOT = Path(__file__).resolve().parents[1]
 
 
 @contextmanager
@@ -174,11 +172,10 @@ def main() -> None:
     parser.add_argument("--profile", choices=sorted(PROFILES), default="full")
     parser.add_argument("--output", type=Path, help="write the result as JSON here too")
     arguments = parser.parse_args()
-    commit = subprocess.run(
-        ["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True, check=False
-    ).stdout.strip()
+    from bench.report import commit
+
     result = {
-        "commit": commit,
+        "commit": commit(),  # "+dirty": the shared tree held uncommitted changes (other sessions')
         "load_average": os.getloadavg(),
         "python": platform.python_version(),
         "result": run(arguments.profile),
