@@ -195,3 +195,32 @@ def test_without_an_issuer_a_jwt_is_an_unknown_token_and_no_metadata_is_publishe
         assert token not in refused.body
         assert server.fetches == []
     assert call("mcp", metadata_event()).status == 404
+
+
+def complete_event(run_id: str, token: str) -> dict[str, Any]:
+    event = with_changes(load_event("complete-run"), authorization=f"Bearer {token}")
+    event["pathParameters"]["run_id"] = run_id
+    event["rawPath"] = event["requestContext"]["http"]["path"] = f"/agent-api/v1/runs/{run_id}/complete"
+    return event
+
+
+def test_a_run_is_its_subjects_and_clients_across_tokens_and_nobody_elses(call, demo, oauth):
+    first = mint(oauth, demo)
+    turn = call("turns", with_changes(load_event("turns-on-demand"), authorization=f"Bearer {first}"))
+    assert turn.status == 200, turn.body
+    run_id = turn.json()["run_id"]
+    demo.clock.advance(30)
+    refreshed = mint(oauth, demo)  # the issuer's next token for the same user and client
+
+    def search_in_run(token: str):
+        body = {"query": "vacation", "run_id": run_id}
+        return call("search", with_changes(load_event("search-run-bound"), body=body, authorization=f"Bearer {token}"))
+
+    assert search_in_run(refreshed).status == 200
+    for stranger in (mint(oauth, demo, principal_id="bob"), DEMO_TOKEN):
+        refused = search_in_run(stranger)
+        assert refused.status == 404 and refused.json()["error"] == "run_not_found"
+        assert call("complete_run", complete_event(run_id, stranger)).status == 404
+    assert call("complete_run", complete_event(run_id, refreshed)).status == 200
+    admin.put_client(demo.repositories, DEMO_CLIENT, [DEMO_ROUTE], enabled=False)
+    assert call("complete_run", complete_event(run_id, refreshed)).status == 401

@@ -75,7 +75,9 @@ GUIDANCE: Final[dict[str, str]] = {
         f"Fix the request (query 1-{QUERY_MAX_CHARS} characters, limit {SEARCH_MIN_RESULTS}-{SEARCH_MAX_RESULTS}, "
         f"max_bytes {READ_MIN_BYTES}-{READ_MAX_BYTES}); do not resend it unchanged."
     ),
-    "unauthorized": "The agent bearer is missing, expired or revoked; obtain a new session token. Do not retry as is.",
+    "unauthorized": (
+        "The agent bearer is missing, expired or revoked; obtain a new session or access token. Do not retry as is."
+    ),
     "workspace_not_found": (
         "The route does not exist or this session may not use it; check the route name and the session."
     ),
