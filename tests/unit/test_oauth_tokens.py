@@ -197,3 +197,30 @@ def test_a_discovery_document_of_another_issuer_is_unavailable_not_trusted():
 
     with pytest.raises(KnowledgeUnavailable):
         OAuthValidator(CONFIG, JwksCache(CONFIG, fetch=liar)).validate(ISSUER.mint("alice", now=NOW)[0], NOW)
+
+
+def test_the_metadata_names_the_domain_the_request_reached():
+    from agent_knowledge.identity.oauth import resource_metadata
+
+    deployed = {
+        "headers": {"host": "attacker.example", "x-forwarded-proto": "https"},
+        "requestContext": {"domainName": "abc123.execute-api.eu-west-1.amazonaws.com"},
+    }
+    assert resource_metadata(CONFIG, deployed, "hr") == {
+        "resource": "https://abc123.execute-api.eu-west-1.amazonaws.com/agent-api/v1/workspaces/hr/mcp",
+        "authorization_servers": [CONFIG.issuer],
+        "scopes_supported": [],
+        "bearer_methods_supported": ["header"],
+    }
+    # Plain HTTP only behind the local gateway (a loopback domain, whose Host it checked).
+    spoofed = {**deployed, "headers": {"host": "attacker.example", "x-forwarded-proto": "http"}}
+    assert resource_metadata(CONFIG, spoofed, "hr")["resource"].startswith("https://abc123.")
+    local = {
+        "headers": {"host": "127.0.0.1:3000", "x-forwarded-proto": "http"},
+        "requestContext": {"domainName": "127.0.0.1"},
+    }
+    scoped = dataclasses.replace(CONFIG, scopes=("api://agent-knowledge/search",))
+    assert (
+        resource_metadata(scoped, local, "demo")["resource"] == "http://127.0.0.1:3000/agent-api/v1/workspaces/demo/mcp"
+    )
+    assert resource_metadata(scoped, local, "demo")["scopes_supported"] == ["api://agent-knowledge/search"]
