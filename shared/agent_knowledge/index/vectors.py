@@ -40,7 +40,6 @@ import mmap
 import os
 import re
 import struct
-import threading
 import zlib
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
@@ -493,8 +492,7 @@ class VectorFile:
             raise VectorFileCorrupt("not a vector file of this format")
         self.size = len(buffer) if size is None else size
         self._source: ListSource = lists if lists is not None else _Slices(buffer)
-        self._checked: set[int] = set()
-        self._checked_lock = threading.Lock()
+        self._parsed: dict[int, _List] = {}  # format 3: the lists read and checked so far
         try:
             self._read(buffer)
         except VectorFileCorrupt:
@@ -701,15 +699,15 @@ class VectorFile:
                 )
                 for n in numbers
             }
-        raw = self._source.blocks([(n, *self.list_span(n)) for n in numbers])
-        found: dict[int, _List] = {}
-        for number in numbers:
+        missing = [n for n in numbers if n not in self._parsed]
+        raw = self._source.blocks([(n, *self.list_span(n)) for n in missing]) if missing else {}
+        for number in missing:
             block = raw[number]
             count = int(offsets[number + 1] - offsets[number])
             places, size = block_layout(count, self.dimensions)
             if len(block) != size:
                 raise VectorFileCorrupt("vector file list block is truncated")
-            if number not in self._checked and zlib.crc32(block) != int(self._list_crc32[number]):
+            if zlib.crc32(block) != int(self._list_crc32[number]):
                 raise VectorFileCorrupt(f"vector file list {number} fails its CRC-32")
             arrays = [
                 np.frombuffer(
@@ -721,12 +719,9 @@ class VectorFile:
                 int(offsets[number]), arrays[0].reshape(count, self.dimensions), arrays[1], arrays[2], arrays[3],
                 arrays[4].reshape(count, DIGEST_BYTES),
             )  # fmt: skip
-            if number not in self._checked:
-                self._check_rows(part)
-                with self._checked_lock:
-                    self._checked.add(number)
-            found[number] = part
-        return found
+            self._check_rows(part)
+            self._parsed[number] = part  # checked once; its arrays are views of the block
+        return {number: self._parsed[number] for number in numbers}
 
     @property
     def list_total(self) -> int:
@@ -820,19 +815,22 @@ class VectorFile:
         else:
             numbers = list(range(self.list_total))
         parts = [part for part in self._lists(numbers).values() if len(part.scales)]
-        rows = np.concatenate([np.arange(part.first, part.first + len(part.scales)) for part in parts])
         scores = np.concatenate([_scores(part, vector) for part in parts])
-        take = min(k, len(rows))
+        # Each scanned row's list (an index into `parts`) and its place in that list.
+        owners = np.repeat(np.arange(len(parts)), [len(part.scales) for part in parts])
+        starts = np.cumsum([0] + [len(part.scales) for part in parts])
+        take = min(k, len(scores))
         best = np.argpartition(-scores, take - 1)[:take]
         best = best[np.argsort(-scores[best], kind="stable")]
-        by_first = {part.first: part for part in parts}
         hits = []
-        for i in best:
-            number = int(rows[i])
-            part = by_first[int(self._list_offsets[self._list_of(number)])]
-            row = self._described(part, number - part.first)
+        for i in best.tolist():
+            part = parts[owners[i]]
+            local = i - int(starts[owners[i]])
+            row = self._described(part, local)
             hits.append(
-                VectorHit(number, float(scores[i]), row.doc_id, row.revision, row.chunk_index, row.chunk_digest)
+                VectorHit(
+                    part.first + local, float(scores[i]), row.doc_id, row.revision, row.chunk_index, row.chunk_digest
+                )
             )
         return hits
 
