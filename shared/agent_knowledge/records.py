@@ -172,6 +172,12 @@ class DocumentRecord(Record):
     # the sidecar object's ETag (unquoted) when it was read: the reconciler compares it.
     access: DocumentAccess | None = None
     access_etag: str | None = None
+    # A long source stored as sections (docs/DESIGN.md §10, "Long sources as sections"). The source's
+    # record: how many sections it has (0: none, it is an ordinary document; its own body is then
+    # empty and it has no chunks). A section's record: the source's doc_id and its number from 1.
+    section_count: int = 0
+    section_of: str | None = None
+    section: int | None = None
 
 
 RunState = Literal["preparing", "context_ready", "completed", "failed", "expired"]

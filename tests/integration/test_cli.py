@@ -635,7 +635,17 @@ def test_doc_list_kb_status_kb_list_and_reindex(run):
     listing = run("doc", "list", DEMO_KB).json()
     assert len(listing) == 12
     assert {entry["status"] for entry in listing} == {"ready"}
-    assert set(listing[0]) == {"source_key", "title", "revision", "status", "reason", "updated_at", "access"}
+    assert set(listing[0]) == {
+        "source_key",
+        "title",
+        "revision",
+        "status",
+        "reason",
+        "updated_at",
+        "access",
+        "sections",
+    }
+    assert {len(entry["sections"]) for entry in listing} == {0}  # short sources: served whole
     assert {entry["access"] for entry in listing} == {None}  # no sidecars: the KB's default
     assert listing == sorted(listing, key=lambda entry: entry["source_key"])
     status = run("kb", "status", DEMO_KB).json()

@@ -69,6 +69,7 @@ def test_kb_status_counts_and_the_oldest_pending_age(kb):
         "failed": 1,
         "not_ingested": 0,
         "deletes_pending": 1,
+        "sections": 0,  # no long source
         "dead_lettered": None,  # not counted (the CLI reads the dead-letter queues)
         "index_generation": 1,
         "oldest_pending_age_seconds": 30.5,

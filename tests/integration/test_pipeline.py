@@ -162,6 +162,7 @@ def test_a_failed_update_takes_the_old_version_out_of_search(stack, pipeline):
         "failed": 1,
         "not_ingested": 0,
         "deletes_pending": 0,
+        "sections": 0,
         "dead_lettered": None,
         "oldest_pending_age_seconds": None,
         "last_sync": None,

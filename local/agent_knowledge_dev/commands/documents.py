@@ -780,7 +780,8 @@ def _list(arguments: argparse.Namespace) -> int:
     listing = _pipeline_view(arguments, document_listing)
     # Each document's access list as its record holds it (null: none, the KB's default_access).
     stored = connect(arguments).documents.list(arguments.kb_id, with_chunks=False)
-    records = {record.source_key: record for record in stored}
+    # A long source's sections share its key (their titles are listed under it, `sections`).
+    records = {record.source_key: record for record in stored if record.section_of is None}
     shown = []
     for entry in listing:
         record = records.get(entry.source_key)

@@ -24,6 +24,7 @@ from agent_knowledge.ingest.binary_formats import BINARY_MEDIA_TYPES
 from agent_knowledge.ingest.chunking import Chunk, byte_offsets, chunk_text
 from agent_knowledge.ingest.html_text import html_to_text
 from agent_knowledge.ingest.parse_process import ParseLimits, over_cpu_budget, parse_isolated
+from agent_knowledge.ingest.sections import split_sections
 from agent_knowledge.ingest.titles import MAX_TITLE_CHARS as MAX_FOUND_TITLE_CHARS
 from agent_knowledge.ingest.titles import clean_title, document_title, source_key_title
 
@@ -66,6 +67,15 @@ class PreparedDocument:
     chunks: list[Chunk]
     chunk_digests: list[str]
     chunk_offsets: list[tuple[int, int]]
+    # A long source with structure (`sections.split_sections`): its section documents, each
+    # titled `title — heading` with the source's revision; the source itself then has no chunks.
+    sections: tuple[PreparedDocument, ...] = ()
+
+
+# Between a source's title and a section's heading in the section's title.
+SECTION_TITLE_SEPARATOR = " — "
+# Media types whose text carries the structure sections are cut at (headings, page and slide lines).
+SECTIONED_MEDIA_TYPES = ("text/markdown", "text/html", *BINARY_MEDIA_TYPES)
 
 
 _BOMS = ((codecs.BOM_UTF8, "utf-8"), (codecs.BOM_UTF16_LE, "utf-16-le"), (codecs.BOM_UTF16_BE, "utf-16-be"))
@@ -258,24 +268,66 @@ def prepare_document(
         raise DocumentRejected(
             "body is empty" + (" after converting HTML to text" if media_type == "text/html" else "")
         )
-    chunks = chunk_text(body, budget.check)
-    if max_chunks is not None and len(chunks) > max_chunks:
+    title_sha, body_sha = sha256_hex(title.encode("utf-8")), sha256_hex(body_bytes)
+    revision = revision_of(title_sha, body_sha)
+    cut = split_sections(body, title=title) if media_type in SECTIONED_MEDIA_TYPES else None
+    if cut is not None:
+        sections = tuple(
+            _chunked(section_title(title, section.heading, number), body[section.start : section.end], revision, budget)
+            for number, section in enumerate(cut, start=1)
+        )
+        total = sum(len(section.chunks) for section in sections)
+        if max_chunks is not None and total > max_chunks:
+            raise DocumentRejected(
+                f"the document expands into {total} chunks, more than {max_chunks} for a file of "
+                f"{len(content)} bytes (compressed content?); split it into smaller documents"
+            )
+        return PreparedDocument(
+            title=title,
+            body=body,
+            body_bytes=body_bytes,
+            title_sha256=title_sha,
+            body_sha256=body_sha,
+            revision=revision,
+            chunks=[],
+            chunk_digests=[],
+            chunk_offsets=[],
+            sections=sections,
+        )
+    prepared = _chunked(title, body, revision, budget)
+    if max_chunks is not None and len(prepared.chunks) > max_chunks:
         raise DocumentRejected(
-            f"the document expands into {len(chunks)} chunks, more than {max_chunks} for a file of "
+            f"the document expands into {len(prepared.chunks)} chunks, more than {max_chunks} for a file of "
             f"{len(content)} bytes (compressed content?); split it into smaller documents"
         )
+    return prepared
+
+
+def section_title(source_title: str, heading: str, number: int) -> str:
+    """`Source title — Section heading` (`section N` for a section without one), at most
+    `MAX_TITLE_CHARS`: the heading is shortened first, then the source title."""
+    heading = heading or f"section {number}"
+    room = MAX_TITLE_CHARS - len(SECTION_TITLE_SEPARATOR)
+    source_part = source_title[: max(room // 2, room - len(heading))].rstrip()
+    heading = heading[: room - len(source_part)].rstrip()
+    return f"{source_part}{SECTION_TITLE_SEPARATOR}{heading}"
+
+
+def _chunked(title: str, body: str, revision: str, budget: _CpuBudget) -> PreparedDocument:
+    """The document `title`/`body` chunked and recorded, with `revision` (its own, or its source's)."""
+    chunks = chunk_text(body, budget.check)
     digests = [chunk_digest(chunk.text) for chunk in chunks]
     offsets = byte_offsets(body, chunks)
     if len(json.dumps([digests, offsets])) > MAX_CHUNK_METADATA_BYTES:
         raise DocumentRejected(f"document splits into too many chunks to record ({len(chunks)}); split it into parts")
-    title_sha, body_sha = sha256_hex(title.encode("utf-8")), sha256_hex(body_bytes)
+    body_bytes = body.encode("utf-8")
     return PreparedDocument(
         title=title,
         body=body,
         body_bytes=body_bytes,
-        title_sha256=title_sha,
-        body_sha256=body_sha,
-        revision=revision_of(title_sha, body_sha),
+        title_sha256=sha256_hex(title.encode("utf-8")),
+        body_sha256=sha256_hex(body_bytes),
+        revision=revision,
         chunks=chunks,
         chunk_digests=digests,
         chunk_offsets=offsets,

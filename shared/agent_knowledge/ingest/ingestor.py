@@ -29,11 +29,12 @@ from agent_knowledge.ingest.content import (
     MEDIA_TYPES,
     PreparedDocument,
     prepare_document,
+    sha256_hex,
 )
 from agent_knowledge.records import DocumentAccess, DocumentRecord, KnowledgeBaseRecord
 from agent_knowledge.repositories.bodies import body_key
 from agent_knowledge.repositories.bundle import Repositories
-from agent_knowledge.repositories.documents import document_id
+from agent_knowledge.repositories.documents import document_id, section_id
 from agent_knowledge.runtime.clock import Clock, system_clock
 from agent_knowledge.runtime.observability import logger
 
@@ -87,6 +88,13 @@ class SourceVersion:
 class IngestResult:
     outcome: IngestOutcome
     document: DocumentRecord
+    # The other documents the change touched, whose index entries must follow: the sections of a
+    # long source, written or removed with it (docs/DESIGN.md §10, "Long sources as sections").
+    sections: tuple[str, ...] = ()
+
+    @property
+    def doc_ids(self) -> tuple[str, ...]:
+        return (self.document.doc_id, *self.sections)
 
 
 def _write_id() -> str:
@@ -116,8 +124,10 @@ def _was_indexable(record: DocumentRecord) -> bool:
     return record.status == "ready" or record.index_pending_since is not None
 
 
-def _record(kb_id: str, source_key: str, prepared: PreparedDocument, *, now: float, write_id: str) -> DocumentRecord:
-    doc_id = document_id(source_key)
+def _record(
+    kb_id: str, source_key: str, prepared: PreparedDocument, *, now: float, write_id: str, doc_id: str | None = None
+) -> DocumentRecord:
+    doc_id = doc_id or document_id(source_key)
     return DocumentRecord(
         kb_id=kb_id,
         doc_id=doc_id,
@@ -139,7 +149,25 @@ def _record(kb_id: str, source_key: str, prepared: PreparedDocument, *, now: flo
     )
 
 
-def _bodiless(kb_id: str, source_key: str, existing: DocumentRecord | None, now: float) -> DocumentRecord:
+def _source_record(prepared: PreparedDocument) -> PreparedDocument:
+    """What the record of a source stored as sections holds itself: its title and revision, an
+    empty body and no chunks (its text is its sections')."""
+    return PreparedDocument(
+        title=prepared.title,
+        body="",
+        body_bytes=b"",
+        title_sha256=prepared.title_sha256,
+        body_sha256=sha256_hex(b""),
+        revision=prepared.revision,
+        chunks=[],
+        chunk_digests=[],
+        chunk_offsets=[],
+    )
+
+
+def _bodiless(
+    kb_id: str, source_key: str, existing: DocumentRecord | None, now: float, doc_id: str | None = None
+) -> DocumentRecord:
     """A record with no body (failed or deleted), keeping what a listing shows of the old one."""
     if existing is not None:
         return existing.model_copy(
@@ -147,7 +175,7 @@ def _bodiless(kb_id: str, source_key: str, existing: DocumentRecord | None, now:
         )
     return DocumentRecord(
         kb_id=kb_id,
-        doc_id=document_id(source_key),
+        doc_id=doc_id or document_id(source_key),
         source_key=source_key,
         title=source_key,
         status="failed",
@@ -159,6 +187,10 @@ def _bodiless(kb_id: str, source_key: str, existing: DocumentRecord | None, now:
         created_at=int(now),
         updated_at=int(now),
     )
+
+
+class _HadSections(Exception):
+    """The short source being stored was stored as sections: they must be removed first."""
 
 
 class Ingestor:
@@ -202,14 +234,73 @@ class Ingestor:
         # title=None: found in the document, else derived from the source key (ingest/titles.py).
         prepared = prepare_document(title, content, media_type, source_key)
         self.knowledge_base(kb_id)
-        result = self._store(kb_id, source_key, prepared, source, access, access_etag)
+        result = None
+        if not prepared.sections:
+            try:
+                result = self._store(kb_id, source_key, prepared, source, access, access_etag)
+            except _HadSections:
+                pass  # the source shrank: its sections go first
+        if result is None:
+            result = self._store_sections(kb_id, source_key, prepared, source, access, access_etag)
         if rebuild_index and result.document.index_pending_since is not None:
             from agent_knowledge.index.update import update_kb_index  # tantivy: index paths only
 
-            publish_pending(self._repositories, kb_id, [result.document.doc_id], update_kb_index)
+            publish_pending(self._repositories, kb_id, list(result.doc_ids), update_kb_index)
             current = self._repositories.documents.get(kb_id, result.document.doc_id)
-            result = IngestResult(result.outcome, current or result.document)
+            result = IngestResult(result.outcome, current or result.document, result.sections)
         return result
+
+    def _store_sections(
+        self,
+        kb_id: str,
+        source_key: str,
+        prepared: PreparedDocument,
+        source: SourceVersion | None,
+        access: DocumentAccess | None,
+        access_etag: str | None,
+    ) -> IngestResult:
+        """A source with sections (or that had some): the sections it no longer has removed, each of
+        its sections stored as a document of its own (the source's access list and revision), then
+        the source's record saying how many (its own body empty, no chunks; without sections now,
+        the record of an ordinary document). In that order, so that a failure part way leaves the
+        source's record counting every section that may exist, and the retry finishes the work."""
+        source_id = document_id(source_key)
+        existing = self._repositories.documents.get(kb_id, source_id)
+        if existing is not None and source is not None and source.is_older_than(existing):
+            return IngestResult("stale", existing)
+        had = existing.section_count if existing is not None else 0
+        count = len(prepared.sections)
+        touched = list(self._drop_sections(kb_id, source_key, range(count + 1, had + 1), source))
+        for number, section in enumerate(prepared.sections, start=1):
+            stored = self._store(
+                kb_id,
+                source_key,
+                section,
+                source,
+                access,
+                access_etag,
+                doc_id=section_id(source_key, number),
+                fields={"section_of": source_id, "section": number},
+            )
+            if stored.outcome == "stale":
+                return IngestResult("stale", existing or stored.document)
+            touched.append(stored.document.doc_id)
+        whole = _source_record(prepared) if count else prepared
+        result = self._store(kb_id, source_key, whole, source, access, access_etag, fields={"section_count": count})
+        return IngestResult(result.outcome, result.document, tuple(touched))
+
+    def _drop_sections(self, kb_id: str, source_key: str, numbers: range, source: SourceVersion | None) -> list[str]:
+        """Remove the source's sections `numbers` (a tombstone each, its index entries to remove)."""
+        dropped = []
+        for number in numbers:
+            doc_id = section_id(source_key, number)
+            if self._repositories.documents.get(kb_id, doc_id) is None:
+                continue
+            result = self._replace_bodiless(
+                kb_id, source_key, source, status="deleted", reason=None, cause=None, doc_id=doc_id
+            )
+            dropped.append(result.document.doc_id)
+        return dropped
 
     def _discard(self, key: str) -> None:
         """Remove a body no record points to any more. Best effort: the change it belonged to has
@@ -232,12 +323,16 @@ class Ingestor:
         source: SourceVersion | None,
         access: DocumentAccess | None = None,
         access_etag: str | None = None,
+        *,
+        doc_id: str | None = None,
+        fields: dict[str, object] | None = None,
     ) -> IngestResult:
+        """`doc_id`: a section's (default: the source's own); `fields`: the section fields to record."""
         documents, bodies = self._repositories.documents, self._repositories.bodies
         for _ in range(MAX_WRITE_ATTEMPTS):
             now = self._clock()
-            record = _record(kb_id, source_key, prepared, now=now, write_id=_write_id()).model_copy(
-                update={"access": access, "access_etag": access_etag}
+            record = _record(kb_id, source_key, prepared, now=now, write_id=_write_id(), doc_id=doc_id).model_copy(
+                update={"access": access, "access_etag": access_etag, **(fields or {})}
             )
             # Try to create first (the common case in a bulk load: one write, no read). The
             # placeholder leaves out the chunk lists and the pending mark: nothing to index yet.
@@ -254,11 +349,20 @@ class Ingestor:
                 existing = documents.get(kb_id, record.doc_id)
                 if existing is None:
                     continue  # deleted meanwhile: start over
+                if existing.section_count and not record.section_count and fields is None:
+                    raise _HadSections  # a source stored as sections, short now: `_store_sections`
                 if source is not None and source.is_older_than(existing):
                     return IngestResult("stale", existing)
                 # An access change is a change of the document (written and indexed again).
                 same_access = existing.access == access and existing.access_etag == access_etag
-                if existing.status == "ready" and existing.revision == prepared.revision and same_access:
+                # Sections cut differently (another version of the splitter) are a change too.
+                same_sections = existing.section_count == record.section_count
+                if (
+                    existing.status == "ready"
+                    and existing.revision == prepared.revision
+                    and same_access
+                    and same_sections
+                ):
                     kept = self._keep(existing, prepared, source)
                     if kept is None:
                         continue
@@ -325,11 +429,32 @@ class Ingestor:
         """Record that the source could not be ingested: the document is `failed` with the reason
         and its `cause` (`DocumentRejected.cause`), no longer served, and its removal from the index
         is pending if it was indexed."""
-        return self._replace_bodiless(kb_id, source_key, source, status="failed", reason=reason, cause=cause)
+        return self._bodiless_source(kb_id, source_key, source, status="failed", reason=reason, cause=cause)
 
     def remove(self, kb_id: str, source_key: str, source: SourceVersion) -> IngestResult:
         """Delete the document as of the event `source`: a tombstone that rejects older events."""
-        return self._replace_bodiless(kb_id, source_key, source, status="deleted", reason=None, cause=None)
+        return self._bodiless_source(kb_id, source_key, source, status="deleted", reason=None, cause=None)
+
+    def _bodiless_source(
+        self,
+        kb_id: str,
+        source_key: str,
+        source: SourceVersion | None,
+        *,
+        status: Literal["failed", "deleted"],
+        reason: str | None,
+        cause: Literal["document", "knowledge_base"] | None,
+    ) -> IngestResult:
+        """The source failed or deleted: its sections removed first (none is served any more), then
+        its record (which keeps its section count, so a retry finds them all)."""
+        existing = self._repositories.documents.get(kb_id, document_id(source_key))
+        dropped: list[str] = []
+        if existing is not None and existing.section_count:
+            if source is not None and source.is_older_than(existing):
+                return IngestResult("stale", existing)
+            dropped = self._drop_sections(kb_id, source_key, range(1, existing.section_count + 1), source)
+        result = self._replace_bodiless(kb_id, source_key, source, status=status, reason=reason, cause=cause)
+        return IngestResult(result.outcome, result.document, tuple(dropped))
 
     def _replace_bodiless(
         self,
@@ -340,9 +465,10 @@ class Ingestor:
         status: Literal["failed", "deleted"],
         reason: str | None,
         cause: Literal["document", "knowledge_base"] | None,
+        doc_id: str | None = None,
     ) -> IngestResult:
         documents = self._repositories.documents
-        doc_id = document_id(source_key)
+        doc_id = doc_id or document_id(source_key)
         for _ in range(MAX_WRITE_ATTEMPTS):
             existing = documents.get(kb_id, doc_id)
             if existing is not None and source is not None and source.is_older_than(existing):
@@ -360,7 +486,7 @@ class Ingestor:
             pending = None
             if existing is not None and _was_indexable(existing):
                 pending = existing.index_pending_since or now
-            record = _bodiless(kb_id, source_key, existing, now).model_copy(
+            record = _bodiless(kb_id, source_key, existing, now, doc_id).model_copy(
                 update={
                     "status": status,
                     "error_reason": reason,
@@ -385,12 +511,17 @@ class Ingestor:
         existing = self._repositories.documents.get(kb_id, doc_id)
         if existing is None or existing.status == "deleted":
             return False
+        doc_ids = [section_id(source_key, n) for n in range(1, existing.section_count + 1)] + [doc_id]
+        for section in doc_ids[:-1]:  # its sections first: a retry still finds them by its count
+            stored = self._repositories.documents.get(kb_id, section)
+            if stored is not None and self._repositories.documents.delete(kb_id, section):
+                self._discard(stored.body_key)
         deleted = self._repositories.documents.delete(kb_id, doc_id)
         self._discard(existing.body_key)
-        if rebuild_index:  # an incremental update: only this document's chunks leave the index
+        if rebuild_index:  # an incremental update: only these documents' chunks leave the index
             from agent_knowledge.index.update import update_kb_index  # tantivy: index paths only
 
-            update_kb_index(self._repositories, kb_id, [doc_id], known=self._recent)
+            update_kb_index(self._repositories, kb_id, doc_ids, known=self._recent)
         return deleted
 
     def list(self, kb_id: str) -> list[DocumentRecord]:

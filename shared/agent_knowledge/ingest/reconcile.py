@@ -94,7 +94,8 @@ def compare(
             listed[source_key] = item
         elif (document := sidecar_of(kb_id, item.key)) is not None:
             sidecars[document] = item.etag
-    by_key = {record.source_key: record for record in records}
+    # A long source's sections share its key: the source's own record speaks for them.
+    by_key = {record.source_key: record for record in records if record.section_of is None}
     found = Comparison(objects=len(listed), documents=sum(1 for r in by_key.values() if r.status != "deleted"))
     for source_key, item in listed.items():
         record = by_key.get(source_key)

@@ -191,7 +191,7 @@ class Applied:
             return None
         document = self.result.document
         change = f"{document.kb_id}\n{document.doc_id}\n{document.write_id}".encode()
-        return IndexMessage(document.kb_id, (document.doc_id,), hashlib.sha256(change).hexdigest())
+        return IndexMessage(document.kb_id, self.result.doc_ids, hashlib.sha256(change).hexdigest())
 
 
 class SourceIngest:

@@ -63,6 +63,9 @@ class DocumentListing(BaseModel):
     status: ListingStatus
     reason: str | None
     updated_at: str  # ISO-8601 UTC, e.g. "2026-12-03T04:42:16Z"
+    # A long source served as sections (docs/DESIGN.md §10): their titles in order; empty for a
+    # document served whole.
+    sections: list[str] = []
 
 
 class VectorStatus(BaseModel):
@@ -92,6 +95,9 @@ class KbStatus(BaseModel):
     not_ingested: int
     # Documents whose object is gone, and deletes not yet published: not objects any more.
     deletes_pending: int
+    # Section documents of the long sources among the ready ones (docs/DESIGN.md §10): documents
+    # of their own, not objects.
+    sections: int = 0
     # The KB's messages in the dead-letter queues (source: events naming its keys; index: its
     # indexing requests), as far as `DeadLetters` could read them; None: not counted.
     dead_lettered: int | None
@@ -121,6 +127,10 @@ class RecordLike(Protocol):
     def index_pending_since(self) -> float | None: ...
     @property
     def updated_at(self) -> int: ...
+    @property
+    def section_of(self) -> str | None: ...
+    @property
+    def section_count(self) -> int: ...
 
 
 R = TypeVar("R", bound=RecordLike)
@@ -222,7 +232,8 @@ def classify(
 ) -> Classification:
     """Every object of the KB (`objects`: the bucket listing; None: no bucket, the records only)
     classified by its record; and the pending deletes."""
-    by_key: dict[str, RecordLike] = {record.source_key: record for record in records}
+    # A long source's sections share its key: the source's own record speaks for it.
+    by_key: dict[str, RecordLike] = {record.source_key: record for record in records if record.section_of is None}
     result = Classification()
     listed: dict[str, ListedObject] = {}
     if objects is not None:
@@ -327,9 +338,10 @@ def _listed(sources: SourceObjects | None, kb_id: str) -> list[ListedObject] | N
     return None if sources is None else list(sources.list_objects(f"{kb_id}/"))
 
 
-def _listing(entry: Entry) -> DocumentListing:
+def _listing(entry: Entry, sections: dict[str, list[DocumentRecord]]) -> DocumentListing:
     record = entry.record
     if entry.by_record and isinstance(record, DocumentRecord):
+        served = sections.get(record.doc_id, []) if record.status == "ready" else []
         return DocumentListing(
             source_key=record.source_key,
             title=record.title,
@@ -337,6 +349,7 @@ def _listing(entry: Entry) -> DocumentListing:
             status=entry.status,
             reason=record.error_reason if entry.status == "failed" else entry.reason,
             updated_at=iso_utc(record.updated_at),
+            sections=[section.title for section in sorted(served, key=lambda section: section.section or 0)],
         )
     title = record.title if isinstance(record, DocumentRecord) and record.status != "deleted" else entry.source_key
     return DocumentListing(
@@ -377,7 +390,11 @@ def document_listing(
     objects = _listed(sources, kb_id)
     records = list(repositories.documents.list(kb_id, with_chunks=False))
     found = classify(kb_id, objects, records, now=clock(), grace=grace, dead_letters=dead_letters)
-    listing = [_listing(entry) for entry in found.entries]
+    sections: dict[str, list[DocumentRecord]] = {}
+    for record in records:
+        if record.section_of is not None and record.status != "deleted":
+            sections.setdefault(record.section_of, []).append(record)
+    listing = [_listing(entry, sections) for entry in found.entries]
     listing.extend(_pending_delete(record) for record in found.deletes_pending if isinstance(record, DocumentRecord))
     return sorted(listing, key=lambda entry: entry.source_key)
 
@@ -413,6 +430,11 @@ def kb_status(
         failed=counts["failed"],
         not_ingested=counts["not_ingested"],
         deletes_pending=len(found.deletes_pending),
+        sections=sum(
+            entry.record.section_count
+            for entry in found.entries
+            if entry.status == "ready" and entry.record is not None and entry.record.section_count
+        ),
         dead_lettered=dead_letters.count if dead_letters is not None else None,
         index_generation=kb.generation,
         index_bytes=None if manifest is None else manifest_index_bytes(manifest),

@@ -64,6 +64,8 @@ class DocumentState:
     write_id: str
     access_etag: str | None = None  # the ETag of the document's access sidecar when it was read
     error_cause: str | None = None  # of a failed record (`DocumentRecord.error_cause`)
+    section_of: str | None = None  # a section's source (`DocumentRecord.section_of`)
+    section_count: int = 0  # a source's sections (`DocumentRecord.section_count`)
 
 
 STATE_ATTRIBUTES = tuple(DocumentState.__dataclass_fields__)
@@ -82,6 +84,12 @@ def document_record(item: dict[str, Any]) -> DocumentRecord:
 def document_id(source_key: str) -> str:
     """Stable id of a source within its KB (callers never see or supply it)."""
     return "doc_" + hashlib.sha256(source_key.encode("utf-8")).hexdigest()[:32]
+
+
+def section_id(source_key: str, number: int) -> str:
+    """Stable id of section `number` (from 1) of a long source: a NUL never occurs in a source key,
+    so no source's id is ever a section's."""
+    return "doc_" + hashlib.sha256(f"{source_key}\x00section\x00{number}".encode()).hexdigest()[:32]
 
 
 class DocumentRepository:
@@ -161,6 +169,8 @@ class DocumentRepository:
                 write_id=str(item.get("write_id") or ""),
                 access_etag=item.get("access_etag"),
                 error_cause=item.get("error_cause"),
+                section_of=item.get("section_of"),
+                section_count=int(item.get("section_count") or 0),
             )
 
     def pending(self, kb_id: str) -> builtins.list[PendingChange]:
