@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 from agent_knowledge.errors import DocumentRejected, NotUtf8
 from agent_knowledge.index.chunks import chunk_digest
-from agent_knowledge.ingest.binary_formats import BINARY_MEDIA_TYPES
+from agent_knowledge.ingest.binary_formats import BINARY_MEDIA_TYPES, PDF
 from agent_knowledge.ingest.chunking import Chunk, byte_offsets, chunk_text
 from agent_knowledge.ingest.html_text import html_to_text
 from agent_knowledge.ingest.parse_process import ParseLimits, over_cpu_budget, parse_isolated
@@ -250,9 +250,11 @@ def prepare_document(
         if title is None:  # found in the document's metadata or headings, else the source key
             found = extracted.title or clean_title(source_key_title(source_key)) or "untitled"
             title = check_title(found[:MAX_FOUND_TITLE_CHARS])
+        structured = media_type
         text, media_type = extracted.text, "text/markdown"  # headings are Markdown headings
         max_chunks: int | None = MIN_CHUNK_ALLOWANCE + len(content) // SOURCE_BYTES_PER_CHUNK
     else:
+        structured = media_type
         text = _decode(content, media_type)  # the NUL refusal: text formats only
         max_chunks = None  # the body is at most the source's size
     budget.check()
@@ -270,7 +272,9 @@ def prepare_document(
         )
     title_sha, body_sha = sha256_hex(title.encode("utf-8")), sha256_hex(body_bytes)
     revision = revision_of(title_sha, body_sha)
-    cut = split_sections(body, title=title) if media_type in SECTIONED_MEDIA_TYPES else None
+    cut = None
+    if structured in SECTIONED_MEDIA_TYPES:  # a PDF's structure is its pages (its text is no Markdown)
+        cut = split_sections(body, title=title, with_headings=structured != PDF)
     if cut is not None:
         sections = tuple(
             _chunked(section_title(title, section.heading, number), body[section.start : section.end], revision, budget)

@@ -53,12 +53,12 @@ class _Cut:
     label: str  # the heading's text, or "page 12"
 
 
-def _cuts(text: str) -> tuple[list[_Cut], list[_Cut]]:
+def _cuts(text: str, with_headings: bool) -> tuple[list[_Cut], list[_Cut]]:
     """Where the text may be cut (a heading right after a page line replaces that line's cut), and
     its page and slide lines."""
     markers = {m.start(): _Cut(m.start(), 7, f"{m.group(1)} {m.group(2)}") for m in _MARKER.finditer(text)}
     cuts = dict(markers)
-    for heading in headings(text):
+    for heading in headings(text) if with_headings else ():
         if not heading.text:
             continue
         at = heading.start
@@ -73,18 +73,18 @@ def _cuts(text: str) -> tuple[list[_Cut], list[_Cut]]:
     return sorted(cuts.values(), key=lambda cut: cut.at), sorted(markers.values(), key=lambda cut: cut.at)
 
 
-def has_structure(text: str) -> bool:
+def has_structure(text: str, with_headings: bool = True) -> bool:
     """Whether the text has anything to cut at besides paragraphs: a heading, page or slide line."""
-    return bool(_MARKER.search(text)) or any(heading.text for heading in headings(text))
+    return bool(_MARKER.search(text)) or (with_headings and any(heading.text for heading in headings(text)))
 
 
 class _Splitter:
-    def __init__(self, text: str, max_bytes: int, title: str = "") -> None:
+    def __init__(self, text: str, max_bytes: int, title: str = "", with_headings: bool = True) -> None:
         self.title = title
         self.text = text
         self.max_bytes = max_bytes
         self.pack_bytes = min(max_bytes, PACK_BYTES)
-        self.cuts, self.markers = _cuts(text)
+        self.cuts, self.markers = _cuts(text, with_headings)
 
     def size(self, start: int, end: int) -> int:
         return len(self.text[start:end].encode("utf-8"))
@@ -235,11 +235,15 @@ def _joined(sections: list[Section], splitter: _Splitter) -> list[Section]:
     return joined
 
 
-def split_sections(text: str, max_bytes: int = READ_CHAIN_MAX_BYTES, title: str = "") -> list[Section] | None:
+def split_sections(
+    text: str, max_bytes: int = READ_CHAIN_MAX_BYTES, title: str = "", *, with_headings: bool = True
+) -> list[Section] | None:
     """The sections of a text longer than `max_bytes` of UTF-8 that has structure, each at most
     `max_bytes`, contiguous and covering the whole text; None for a text that fits or has none.
-    `title`: the source's, which a heading opening the text names no section by."""
-    if len(text.encode("utf-8")) <= max_bytes or not has_structure(text):
+    `title`: the source's, which a heading opening the text names no section by. Without
+    `with_headings`, only page and slide lines are structure (a PDF's text is the page's text, its
+    `---` lines are no Markdown)."""
+    if len(text.encode("utf-8")) <= max_bytes or not has_structure(text, with_headings):
         return None
-    splitter = _Splitter(text, max_bytes, title)
+    splitter = _Splitter(text, max_bytes, title, with_headings)
     return _joined(list(splitter.split(0, len(text), "", 1)), splitter)
