@@ -2,7 +2,7 @@
 
 Everything runs in this process against in-process moto (`bench.environment.local_stack`), with
 the same stand-ins `agent-knowledge serve` uses: moto's S3 notifications completed by
-`agent_knowledge_dev.s3_events`, and the event source mapping pollers of
+`agent_knowledge_dev.moto_s3`, and the event source mapping pollers of
 `agent_knowledge_dev.event_sources` invoking the real `functions/ingest` and `functions/indexer`
 handlers (the pollers use their own SQS client, so the layer's AWS calls are counted apart).
 
@@ -102,12 +102,10 @@ def pipeline_stack(preload: list[Any] | None = None) -> Iterator[tuple[Any, Any,
 
     from agent_knowledge.repositories.bundle import Repositories
     from agent_knowledge.settings import get_settings
-    from agent_knowledge_dev import moto_speedups
     from agent_knowledge_dev.admin import create_knowledge_base
     from agent_knowledge_dev.event_sources import LOCAL_POLL_INTERVAL_SECONDS, EventSourceRunner
-    from agent_knowledge_dev.s3_events import install
+    from agent_knowledge_dev.moto_s3 import install
 
-    moto_speedups.install()
     install()
     with local_stack() as repositories, quiet():
         create_knowledge_base(repositories, KB)

@@ -294,7 +294,7 @@ def poller_sqs_client() -> Any:
 
 def start_local_pipeline() -> EventSourceRunner:
     """Complete moto's S3 events and start the pollers against the current backend (`serve`)."""
-    from agent_knowledge_dev.s3_events import install
+    from agent_knowledge_dev.moto_s3 import install
 
     install()
     runner = EventSourceRunner(poller_sqs_client(), retry_visibility=LOCAL_RETRY_VISIBILITY_SECONDS)

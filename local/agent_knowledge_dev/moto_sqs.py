@@ -1,4 +1,7 @@
 """moto's SQS queues, linear and thread-safe: the local pipeline's queues hold thousands of messages.
+Written for moto 5.2.5 (`moto_pin`). Two patches: `sqs.queue` (below) and `sqs.untracked`: every
+message moto created was kept for good in a class-level list (`instances_tracked`, for moto's
+dashboard), so a long `serve` grew by every message it ever carried; messages are no longer tracked.
 
 moto 5.2.5 keeps a queue's messages in one list and walks it on almost every call, asking each
 message for the time (`datetime.utcnow`) on the way: sending (`Queue.attributes`, which counts the
@@ -27,7 +30,9 @@ SQS: a FIFO deduplication id is remembered for its five minutes even after the m
 FIFO receive takes as many messages of one group as it can before the next group (moto took them
 in send order across groups). A message past the retention period is dropped (moto stopped the
 receive there). moto's own Lambda event source mappings are not triggered (the local runner has its
-own: `event_sources.py`). Development tooling only; never in the layer.
+own: `event_sources.py`). Kept for correctness (the races above lost and duplicated messages)
+and for speed (bench/README.md, "moto patches (issue 37)"). Tests:
+tests/integration/test_moto_sqs.py. Development tooling only; never in the layer.
 """
 
 from __future__ import annotations
@@ -42,7 +47,7 @@ import time
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-from agent_knowledge_dev.moto_pin import require_pinned_moto
+from agent_knowledge_dev.moto_pin import Untracked, replace, require_pinned_moto
 
 DEDUPLICATION_SECONDS = 300
 # How often a waiting ReceiveMessage looks again for messages whose visibility timeout ran out.
@@ -510,10 +515,12 @@ def _valid_for_retention(self: Any, queue_name: str, message: Any) -> bool:
 
 
 def install() -> None:
-    """Idempotent; queues created before keep their messages (moved into the indexes on first use)."""
+    """Idempotent; queues created before keep their messages (moved into the indexes on first use).
+    Call after a mock starts (moto's reset tracks instances again)."""
     require_pinned_moto()
     from moto.sqs import models
 
+    replace("sqs.untracked", models.Message, "instances_tracked", Untracked())
     if _installed:
         return
     queue, backend = models.Queue, models.SQSBackend
@@ -539,4 +546,4 @@ def install() -> None:
         (backend, "is_message_valid_based_on_retention_period", _valid_for_retention),
     ]
     for owner, name, replacement in patches:
-        setattr(owner, name, replacement)
+        replace("sqs.queue", owner, name, replacement)

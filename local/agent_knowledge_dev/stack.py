@@ -132,13 +132,13 @@ def create_stack(
         raise ValueError(
             f"embedding provider {embedding_provider!r} cannot run locally; choose one of {LOCAL_EMBEDDING_PROVIDERS}"
         )
-    from agent_knowledge_dev import moto_scaling, moto_sqs, moto_threads
+    from agent_knowledge_dev import moto_dynamodb, moto_s3, moto_sqs
 
     # For a moto backend in this process (tests, `serve`): safe for concurrent requests, and no
     # work per request that grows with the queue, the table or the bucket.
-    moto_threads.install()
+    moto_dynamodb.install()
     moto_sqs.install()
-    moto_scaling.install()
+    moto_s3.install()
     dynamodb = client("dynamodb")
     s3 = client("s3")
     secretsmanager = client("secretsmanager")

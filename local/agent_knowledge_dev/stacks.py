@@ -104,13 +104,11 @@ def moto_server_stack(
 
     from agent_knowledge.repositories import aws
     from agent_knowledge.repositories.bundle import default_repositories
-    from agent_knowledge_dev import moto_speedups
     from agent_knowledge_dev.demo import seed_demo, seed_sample_documents
     from agent_knowledge_dev.functions import function_logs_to_stderr
     from agent_knowledge_dev.runtime import use_local_backend, use_stack_environment
     from agent_knowledge_dev.stack import create_stack
 
-    moto_speedups.install()
     logging.getLogger("werkzeug").setLevel(logging.ERROR)
     mock = None
     moto = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)

@@ -260,43 +260,6 @@ def test_a_new_subcommand_is_one_table_entry(run, capsys):
     assert "echo" in capsys.readouterr().out
 
 
-def test_moto_speedups_change_no_answer():
-    """The local stack's moto fast paths give exactly what moto's own serializer gives."""
-    from agent_knowledge.repositories import aws
-    from agent_knowledge_dev import moto_speedups
-
-    dynamodb = aws.client("dynamodb")
-    table = os.environ["CONFIG_TABLE"]
-    item = {
-        "pk": {"S": "speedups#1"},
-        "text": {"S": '中文 and "quotes" \\ \n'},
-        "number": {"N": "12.5"},
-        "flag": {"BOOL": True},
-        "nothing": {"NULL": True},
-        "strings": {"SS": ["a", "b"]},
-        "numbers": {"NS": ["1", "2"]},
-        "nested": {"L": [{"L": [{"N": "0"}, {"N": "10"}]}, {"M": {"k": {"S": "v"}, "b": {"B": b"\x00\xff"}}}]},
-        "binary": {"B": b"\x01\x02"},
-    }
-    query = {
-        "TableName": table,
-        "KeyConditionExpression": "pk = :pk",
-        "ExpressionAttributeValues": {":pk": {"S": "speedups#1"}},
-    }
-    dynamodb.put_item(TableName=table, Item=item)  # parsed by the fast path
-    fast = (dynamodb.get_item(TableName=table, Key={"pk": item["pk"]})["Item"], dynamodb.query(**query)["Items"])
-    moto_speedups.uninstall()
-    try:
-        plain = (dynamodb.get_item(TableName=table, Key={"pk": item["pk"]})["Item"], dynamodb.query(**query)["Items"])
-        dynamodb.put_item(TableName=table, Item={**item, "pk": {"S": "speedups#2"}})  # moto's own parser
-    finally:
-        moto_speedups.install()
-    assert fast == plain
-    assert fast[0] == item
-    stored_by_moto = dynamodb.get_item(TableName=table, Key={"pk": {"S": "speedups#2"}})["Item"]
-    assert {**stored_by_moto, "pk": item["pk"]} == item
-
-
 # Validation of options (issue 17): nothing half-understood reaches the stack.
 
 

@@ -8,7 +8,7 @@ from typing import Any
 from agent_knowledge.repositories import aws
 from agent_knowledge_dev.admin import create_knowledge_base
 from agent_knowledge_dev.event_sources import EventSourceRunner
-from agent_knowledge_dev.s3_events import install
+from agent_knowledge_dev.moto_s3 import install
 
 
 @dataclass

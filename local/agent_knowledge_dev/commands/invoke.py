@@ -60,14 +60,12 @@ def _run(arguments: argparse.Namespace) -> int:
 
 
 def _invoke_in_process(route: Any, event: dict[str, Any]) -> Any:
-    from agent_knowledge_dev import moto_speedups
     from agent_knowledge_dev.demo import seed_demo, seed_sample_documents
     from agent_knowledge_dev.functions import function_logs_to_stderr, load_handler
     from agent_knowledge_dev.lambda_context import LambdaContext
     from agent_knowledge_dev.runtime import use_local_backend
     from agent_knowledge_dev.stacks import in_process_stack
 
-    moto_speedups.install()
     use_local_backend(None)
     with in_process_stack() as stack:
         function_logs_to_stderr()  # seeding logs too; Powertools names its logger from the environment

@@ -1,67 +1,93 @@
-"""moto's DynamoDB and S3 without work that grows with the table or the bucket on every call.
+"""moto's DynamoDB for the local runner: one request at a time, no growing memory, and less work
+per response. Written for moto 5.2.5 (`moto_pin`); `stack.create_stack` installs it for every moto
+backend in this process (tests, `serve`).
 
-The local pipeline and `--wait` call moto thousands of times while a folder of thousands of
-documents goes in; in moto 5.2.5 each of those calls paid for the whole table or bucket:
+Correctness (kept whatever they cost or save):
 
-1. DynamoDB Query walks every item of the table (`Table.all_items()`), also to answer one
-   partition (`kb_id = :kb`) or one key of a global secondary index (the indexer's `pending`
-   index, read on every batch). Here a table query starts from its partition and an index query
-   from that index's key: each table keeps, for each global secondary index with one hash key, the
-   keys of the items that have the index's key attributes (`_IndexKeys`: built from the items on
-   the first query of the index, then added to by every PutItem and UpdateItem; an entry whose
-   item lost the attributes or is gone is dropped when a query meets it, so it may hold too much
-   but never too little). moto's own code still does the rest (conditions, order, pages, filters).
-2. A Query deep-copies every item it returns, chunk lists included, before projecting it onto the
-   few attributes asked for; and `Item.project` turns the whole item into plain JSON once per
-   projected attribute. Here a projected query copies only what it returns, and a projection of
-   top-level attributes copies just those (nested paths and binary values take moto's way).
-3. Every DynamoDB item and SQS message moto creates — each item copy a query returns included —
-   was kept for good in a class-level list (`BaseModel.instances_tracked`, for moto's dashboard),
-   so `serve` grew by every copy it ever made. Items and messages are no longer tracked (S3 keys
-   still are: moto disposes of their temporary files through that list).
-4. S3 ListObjects(V2) with a prefix walks every key of the bucket (and again for each page).
-   Here each bucket's key names are kept sorted (`bisect`) and a listing reads the prefix's range.
-5. In-process moto (tests, benchmarks) re-imports `moto.s3.urls` on every S3 request, to pick
-   up `MOTO_S3_CUSTOM_ENDPOINTS`; it is re-imported only when that variable changes.
+- `dynamodb.lock`: moto's DynamoDB is not safe for concurrent requests. A projected read iterated
+  an item's attributes while an UpdateItem on another thread added one ("dictionary changed size
+  during iteration", seen in tests/reliability/test_consistency.py); TransactWriteItems deep-copies
+  the tables it touches and restores the copy when a condition fails, losing a write another thread
+  made in between; conditional writes check, then write, unlocked, so two writers could both win
+  (the index publish and the document writes rely on exactly one winning). One lock around moto's
+  request handler (parsing, backend, response) removes all three; the GIL already ran moto's
+  Python one thread at a time, so little concurrency is lost.
+- `dynamodb.untracked`: every item moto creates, each copy a query returns included, was kept for
+  good in a class-level list (`instances_tracked`, for moto's dashboard), so a long `serve` grew by
+  every copy it ever made. Items are no longer tracked.
 
-Answers are unchanged (tests/integration/test_moto_scaling.py compares them with moto's own
-paths). Installed with the other patches by `stack.create_stack`, for every moto backend in
-this process (tests, `serve`); DynamoDB requests are already one at a time (`moto_threads`).
-Development tooling only; never in the layer.
+Speed (bench/README.md, "moto patches (issue 37)": together with `s3.listing` they buy more than
+10 % of a bulk ingest's CPU; `dynamodb.query`, `dynamodb.item_size` and `s3.listing` grow with the
+table, the item and the bucket, so their share grows with the folder):
+
+- `dynamodb.serialize`: moto serializes every response member by member through the botocore
+  shape model (~50 µs per attribute; a document record carries lists of hundreds of chunk
+  digests). An `AttributeValue` in wire form without binary (which moto base64-codes) is its own
+  serialization: emitted as is.
+- `dynamodb.query`: Query walked every item of the table (`Table.all_items()`), also for one
+  partition or one key of a global secondary index (the indexer's sparse `pending` index). Here a
+  table query starts from its partition, an index query from that index key's items: each table
+  keeps, for each global secondary index with one hash key, the keys of the items that have the
+  index's attributes (built on the first query, added to by PutItem and UpdateItem, dropped when a
+  query meets an entry whose item lost them; rebuilt after PartiQL and transactions). moto's own
+  code still does the rest (conditions, order, pages, filters).
+- `dynamodb.item_size`: moto's `LimitedSizeDict` summed the size of every attribute so far on each
+  insert (quadratic in the attributes); the 400 KB check is made once per item. Same limit, same
+  error.
+- `dynamodb.copy`: a Query deep-copied every item it returns, chunk lists included, before
+  projecting it onto the few attributes asked for, and `Item.project` turned the whole item into
+  JSON once per projected attribute. A projected query copies only what it returns, and a
+  projection of top-level attributes copies just those (nested paths and binary take moto's way).
+
+Answers are unchanged: tests/integration/test_moto_dynamodb.py compares them with moto's own code
+(`moto_pin.unpatched`). Development tooling only; never in the layer.
 """
 
 from __future__ import annotations
 
-import bisect
 import contextvars
 import copy
-import os
+import functools
 import threading
 from typing import Any
 
-from agent_knowledge_dev.moto_pin import require_pinned_moto
+from agent_knowledge_dev.moto_pin import Untracked, replace, require_pinned_moto
 
-_INDEX_KEYS = "_agent_knowledge_index_keys"
-_NAMES = "_agent_knowledge_sorted_names"
+_LOCK = threading.RLock()
+_SCALARS = {"S": str, "N": str, "BOOL": bool, "NULL": bool}
 _installed: dict[str, Any] = {}
+_INDEX_KEYS = "_agent_knowledge_index_keys"
 # The items a Table.query in progress starts from (table, items), and whether it may skip copying
 # its results because it projects them (every projection builds new items).
 _candidates: contextvars.ContextVar[tuple[Any, list[Any]] | None] = contextvars.ContextVar("candidates", default=None)
 _projecting: contextvars.ContextVar[bool] = contextvars.ContextVar("projecting", default=False)
-_names_lock = threading.Lock()
-_UNSET = object()
 # moto's `LimitedSizeDict` limit (DynamoDB's 400 KB, as moto measures it).
 ITEM_SIZE_LIMIT = 405000
 
 
-class _Untracked(list[Any]):
-    """A class's `instances_tracked` that keeps nothing."""
+def _wire_form(value: Any) -> bool:
+    """True for an AttributeValue dict made only of JSON-native members (recursively)."""
+    if not isinstance(value, dict) or len(value) != 1:
+        return False
+    ((kind, member),) = value.items()
+    if kind in _SCALARS:
+        return isinstance(member, _SCALARS[kind])
+    if kind in {"SS", "NS"}:
+        return isinstance(member, list) and all(isinstance(item, str) for item in member)
+    if kind == "L":
+        return isinstance(member, list) and all(_wire_form(item) for item in member)
+    if kind == "M":
+        return isinstance(member, dict) and all(
+            isinstance(name, str) and _wire_form(item) for name, item in member.items()
+        )
+    return False
 
-    def append(self, item: Any) -> None:
-        pass
 
-
-# -- DynamoDB -----------------------------------------------------------------------------------
+def _serialize_structure(self: Any, serialized: Any, value: Any, shape: Any, key: str) -> None:
+    if key and shape.name == "AttributeValue" and _wire_form(value):
+        self._default_serialize(serialized, value, shape, key)
+        return
+    _installed["serialize"](self, serialized, value, shape, key)
 
 
 def _index_shape(index: Any) -> tuple[str, tuple[str, ...]] | None:
@@ -290,160 +316,45 @@ def _project(self: Any, projection_expressions: list[list[str]]) -> Any:
     return projected
 
 
-# -- S3 -----------------------------------------------------------------------------------------
-
-
-def _sorted_names(store: Any) -> list[str]:
-    """The key names of a bucket, sorted (call with `_names_lock` held); rebuilt when the count
-    says a name came or went some way the patches below do not see."""
-    names = store.__dict__.get(_NAMES)
-    if names is None or len(names) != dict.__len__(store):
-        names = store.__dict__[_NAMES] = sorted(dict.keys(store))
-    return names
-
-
-def _name_added(store: Any, key: str, new: bool) -> None:
-    if new:
-        with _names_lock:
-            names = store.__dict__.get(_NAMES)
-            if names is not None:
-                bisect.insort(names, key)
-
-
-def _name_removed(store: Any, key: str) -> None:
-    with _names_lock:
-        names = store.__dict__.get(_NAMES)
-        if names is not None:
-            index = bisect.bisect_left(names, key)
-            if index < len(names) and names[index] == key:
-                del names[index]
-
-
-def _store_setitem(self: Any, key: str, value: Any) -> Any:
-    new = not dict.__contains__(self, key)
-    result = _installed["setitem"](self, key, value)
-    _name_added(self, key, new)
-    return result
-
-
-def _store_setlist(self: Any, key: str, list_: Any) -> Any:
-    new = not dict.__contains__(self, key)
-    result = _installed["setlist"](self, key, list_)
-    _name_added(self, key, new)
-    return result
-
-
-def _store_pop(self: Any, key: str) -> Any:
-    result = _installed["pop"](self, key)
-    _name_removed(self, key)
-    return result
-
-
-def _store_delitem(self: Any, key: str) -> None:
-    dict.__delitem__(self, key)
-    _name_removed(self, key)
-
-
-def _list_objects(
-    self: Any, bucket: Any, prefix: str | None, delimiter: str | None, marker: str | None, max_keys: int | None
-) -> Any:
-    from moto.s3.models import FakeDeleteMarker, FakeTableStorageBucket
-
-    if not prefix or isinstance(bucket, FakeTableStorageBucket):
-        return _installed["list_objects"](self, bucket, prefix, delimiter, marker, max_keys)
-    store = bucket.keys
-    with _names_lock:
-        names = _sorted_names(store)
-        start = bisect.bisect_left(names, prefix)
-        matching = []
-        for name in names[start:]:
-            if not name.startswith(prefix):
-                break
-            matching.append(name)
-    # From here on, moto's `list_objects` for a prefix.
-    key_results = set()
-    folder_results = set()
-    for key_name in matching:
-        key = store.get(key_name)
-        if key is None:
-            continue
-        key_without_prefix = key_name.replace(prefix, "", 1)
-        if delimiter and delimiter in key_without_prefix:
-            folder_results.add(f"{prefix}{key_without_prefix.split(delimiter)[0]}{delimiter}")
-        else:
-            key_results.add(key)
-    results = sorted((key for key in key_results if not isinstance(key, FakeDeleteMarker)), key=lambda key: key.name)
-    folders = sorted(folder_results)
-    if marker:
-        limit = self._pagination_tokens.get(marker) or marker
-        results = self._get_results_from_token(results, limit)
-    if max_keys is not None:
-        results, is_truncated, next_marker = self._truncate_result(results, max_keys)
-    else:
-        is_truncated, next_marker = False, None
-    return results, folders, is_truncated, next_marker
-
-
-def _url_module(self: Any) -> Any:
-    import importlib
-
-    import moto.s3.urls as module
-
-    endpoints = os.environ.get("MOTO_S3_CUSTOM_ENDPOINTS")
-    if _installed.get("urls_for", _UNSET) != endpoints:
-        importlib.reload(module)
-        _installed["urls_for"] = endpoints
-    return module
-
-
-# -- install ------------------------------------------------------------------------------------
-
-
 def install() -> None:
     """Idempotent. Call after a mock starts (moto's reset tracks instances again)."""
     require_pinned_moto()
+    from moto.core.serialize import JSONSerializer
     from moto.dynamodb.models import DynamoDBBackend, table
     from moto.dynamodb.models.dynamo_type import Item
-    from moto.s3.models import S3Backend
-    from moto.s3.utils import _VersionedKeyStore
-    from moto.sqs.models import Message
+    from moto.dynamodb.responses import DynamoHandler
 
-    Item.instances_tracked = _Untracked()  # type: ignore[attr-defined]
-    Message.instances_tracked = _Untracked()  # type: ignore[attr-defined]
+    replace("dynamodb.untracked", Item, "instances_tracked", Untracked())
     if _installed:
         return
-    Table = table.Table
     _installed.update(
-        query=Table.query,
-        all_items=Table.all_items,
-        put_item=Table.put_item,
+        call_action=DynamoHandler.call_action,
+        serialize=JSONSerializer._serialize_type_structure,
+        query=table.Table.query,
+        all_items=table.Table.all_items,
+        put_item=table.Table.put_item,
         update_item=DynamoDBBackend.update_item,
         project=Item.project,
-        size=Item.size,
-        item_init=Item.__init__,
-        setitem=_VersionedKeyStore.__setitem__,
-        setlist=_VersionedKeyStore.setlist,
-        pop=_VersionedKeyStore.pop,
-        list_objects=S3Backend.list_objects,
     )
+
+    @functools.wraps(_installed["call_action"])
+    def call_action(self: Any) -> Any:
+        with _LOCK:
+            return _installed["call_action"](self)
+
+    replace("dynamodb.lock", DynamoHandler, "call_action", call_action)
+    replace("dynamodb.serialize", JSONSerializer, "_serialize_type_structure", _serialize_structure)
+    replace("dynamodb.query", table.Table, "query", _query)  # also what `dynamodb.copy` needs
+    for owner, name, replacement in (
+        (table.Table, "all_items", _all_items),
+        (table.Table, "put_item", _put_item),
+        (DynamoDBBackend, "update_item", _update_item),
+    ):
+        replace("dynamodb.query", owner, name, replacement)
     for name in ("execute_statement", "execute_transaction", "batch_execute_statement"):
         _installed[name] = getattr(DynamoDBBackend, name)
-        setattr(DynamoDBBackend, name, _forgetting(name))
-    patches: list[tuple[Any, str, Any]] = [
-        (Table, "query", _query),
-        (Table, "all_items", _all_items),
-        (Table, "put_item", _put_item),
-        (DynamoDBBackend, "update_item", _update_item),
-        (Item, "project", _project),
-        (Item, "size", _item_size),
-        (Item, "__init__", _item_init),
-        (table, "copy", _TableCopy()),
-        (_VersionedKeyStore, "__setitem__", _store_setitem),
-        (_VersionedKeyStore, "setlist", _store_setlist),
-        (_VersionedKeyStore, "pop", _store_pop),
-        (_VersionedKeyStore, "__delitem__", _store_delitem),
-        (S3Backend, "list_objects", _list_objects),
-        (S3Backend, "_url_module", property(_url_module)),
-    ]
-    for owner, name, replacement in patches:
-        setattr(owner, name, replacement)
+        replace("dynamodb.query", DynamoDBBackend, name, _forgetting(name))
+    replace("dynamodb.copy", table, "copy", _TableCopy())
+    replace("dynamodb.copy", Item, "project", _project)
+    replace("dynamodb.item_size", Item, "size", _item_size)
+    replace("dynamodb.item_size", Item, "__init__", _item_init)
