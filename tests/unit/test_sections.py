@@ -21,6 +21,7 @@ def texts(text: str, max_bytes: int) -> list[tuple[str, str]]:
 def test_a_text_that_fits_or_has_no_structure_is_not_cut():
     assert split_sections("# A\n\nshort", 100) is None
     assert split_sections("plain words " * 100, 100) is None  # no heading, page or slide line
+    assert split_sections("# Title only\n\n" + "plain words " * 100, 100) is None  # its title is no structure
 
 
 def test_cut_at_the_highest_level_that_occurs_and_lower_only_where_needed():

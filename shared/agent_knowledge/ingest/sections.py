@@ -74,8 +74,10 @@ def _cuts(text: str, with_headings: bool) -> tuple[list[_Cut], list[_Cut]]:
 
 
 def has_structure(text: str, with_headings: bool = True) -> bool:
-    """Whether the text has anything to cut at besides paragraphs: a heading, page or slide line."""
-    return bool(_MARKER.search(text)) or (with_headings and any(heading.text for heading in headings(text)))
+    """Whether the text has anything to cut at besides paragraphs: a heading, page or slide line
+    after its start (a text whose only heading is its title at the top has none)."""
+    lead = len(text) - len(text.lstrip())
+    return any(cut.at > lead for cut in _cuts(text, with_headings)[0])
 
 
 class _Splitter:
