@@ -224,3 +224,29 @@ def test_the_metadata_names_the_domain_the_request_reached():
         resource_metadata(scoped, local, "demo")["resource"] == "http://127.0.0.1:3000/agent-api/v1/workspaces/demo/mcp"
     )
     assert resource_metadata(scoped, local, "demo")["scopes_supported"] == ["api://agent-knowledge/search"]
+
+
+def test_a_token_must_use_the_algorithm_its_key_declares_and_fits():
+    import jwt
+    from cryptography.hazmat.primitives.asymmetric import rsa
+
+    valid, _ = ISSUER.mint("alice", now=NOW)
+
+    class Declared(Documents):
+        def __call__(self, url: str) -> dict[str, Any]:
+            found = super().__call__(url)
+            return {"keys": [{**key, "alg": "ES384"} for key in found["keys"]]} if "keys" in found else found
+
+    assert reason(valid, Declared(ISSUER)) == "algorithm not the key's"
+    # An RS256 token naming the EC key's kid: the EC key cannot verify RS256.
+    rsa_key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+    undeclared = {**ISSUER.public_jwk()}
+    undeclared.pop("alg")
+
+    class Undeclared(Documents):
+        def __call__(self, url: str) -> dict[str, Any]:
+            found = super().__call__(url)
+            return {"keys": [undeclared]} if "keys" in found else found
+
+    other = jwt.encode(claims(aud=ISSUER.audience), rsa_key, algorithm="RS256", headers={"kid": ISSUER.kid})
+    assert reason(other, Undeclared(ISSUER)) == "key does not fit the algorithm"  # a 401, never a 500

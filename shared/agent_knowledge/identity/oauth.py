@@ -232,11 +232,11 @@ class JwksCache:
     config: OAuthConfig
     fetch: Callable[[str], dict[str, Any]] = fetch_json
     _jwks_uri: str | None = None
-    _keys: dict[str, PyJWK] = field(default_factory=dict)
+    _keys: dict[str, SigningKey] = field(default_factory=dict)
     _fetched_at: float | None = None
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
-    def key(self, kid: str, now: float) -> PyJWK:
+    def key(self, kid: str, now: float) -> SigningKey:
         with self._lock:
             if self._fetched_at is None:
                 self._refresh(now, required=True)
@@ -273,7 +273,15 @@ class JwksCache:
         return check_issuer_url(jwks_uri)
 
 
-def _signing_keys(jwks: dict[str, Any]) -> dict[str, PyJWK]:
+@dataclass(frozen=True)
+class SigningKey:
+    """A key of the issuer's JWKS and the algorithm it declares (`alg`, optional in a JWK)."""
+
+    jwk: PyJWK
+    algorithm: str | None
+
+
+def _signing_keys(jwks: dict[str, Any]) -> dict[str, SigningKey]:
     """The JWKS's signature keys with a `kid` and a type PyJWT supports; others are skipped."""
     from jwt import PyJWK, PyJWKError
 
@@ -281,8 +289,9 @@ def _signing_keys(jwks: dict[str, Any]) -> dict[str, PyJWK]:
     for entry in jwks.get("keys") or []:
         if not isinstance(entry, dict) or not isinstance(entry.get("kid"), str) or entry.get("use", "sig") != "sig":
             continue
+        declared = entry.get("alg")
         try:
-            keys[entry["kid"]] = PyJWK(entry)
+            keys[entry["kid"]] = SigningKey(PyJWK(entry), declared if isinstance(declared, str) else None)
         except (PyJWKError, ValueError, TypeError, KeyError):
             continue
     if not keys and jwks.get("keys") is None:
@@ -311,12 +320,12 @@ class OAuthValidator:
         if not isinstance(kid, str):
             raise TokenRefused(reason="no key id")
         key = self.keys.key(kid, now)
-        if key.algorithm_name != algorithm and getattr(key, "_jwk_data", {}).get("alg") is not None:
+        if key.algorithm is not None and key.algorithm != algorithm:
             raise TokenRefused(reason="algorithm not the key's")
         try:
             claims = jwt.decode(
                 token,
-                key.key,
+                key.jwk.key,  # the key object: its type must fit the algorithm (else InvalidKeyError)
                 algorithms=[algorithm],
                 audience=self.config.audience,
                 issuer=self.config.issuer,
@@ -336,6 +345,8 @@ class OAuthValidator:
             raise TokenRefused(reason="wrong issuer") from None
         except jwt.PyJWTError as error:
             raise TokenRefused(reason=type(error).__name__) from None
+        except (TypeError, ValueError):  # PyJWT's answer to a key of another type than the algorithm's
+            raise TokenRefused(reason="key does not fit the algorithm") from None
         _check_lifetime(claims, now)
         return identity_from_claims(claims, self.config)
 
