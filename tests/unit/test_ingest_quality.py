@@ -9,7 +9,7 @@ from agent_knowledge.ingest.chunking import chunk_text
 from agent_knowledge.ingest.content import declared_charset, prepare_document
 from agent_knowledge.ingest.markdown import headings
 from agent_knowledge.ingest.source_files import media_type_of, title_of
-from agent_knowledge.ingest.titles import document_title, source_key_title
+from agent_knowledge.ingest.titles import MAX_TITLE_CHARS, document_title, source_key_title
 
 # --- decoding ---------------------------------------------------------------------------------
 
@@ -188,7 +188,8 @@ def test_a_given_title_wins_and_none_means_found_in_the_document() -> None:
 
 
 def test_a_long_found_title_is_cut_to_fit() -> None:
-    assert len(prepare_document(None, "# " + "word " * 100, "text/markdown", "k.md").title) == 200
+    # One title limit, given or found: a found title is cut to the length a given one may have.
+    assert len(prepare_document(None, "# " + "word " * 100, "text/markdown", "k.md").title) == MAX_TITLE_CHARS
 
 
 def test_the_ingest_functions_title_of_a_source_object_is_the_same() -> None:

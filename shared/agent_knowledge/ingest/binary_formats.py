@@ -40,7 +40,7 @@ from dataclasses import dataclass
 from typing import IO, Any, NamedTuple
 
 from agent_knowledge.errors import DocumentRejected
-from agent_knowledge.ingest.titles import MAX_FIRST_LINE_TITLE_CHARS, clean_title
+from agent_knowledge.ingest.titles import MAX_FIRST_LINE_TITLE_CHARS, MAX_TITLE_CHARS, clean_title
 
 PDF = "application/pdf"
 DOCX = "application/vnd.openxmlformats-officedocument.wordprocessingml.document"
@@ -146,14 +146,13 @@ _FILE_NAME = re.compile(
     re.IGNORECASE,
 )
 _PATH_LIKE = re.compile(r"^(?:[a-z]:\\|/|\\\\|file:)", re.IGNORECASE)
-MAX_FOUND_TITLE_CHARS = 200
 
 
 def meaningful_title(value: str | None) -> str | None:
     """`value` without control characters and with its white space collapsed, unless it is a
     placeholder or a file name."""
     title = clean_title(value or "")
-    if not title or len(title) > MAX_FOUND_TITLE_CHARS * 2:
+    if not title or len(title) > MAX_TITLE_CHARS * 2:
         return None
     if _GENERIC_TITLES.fullmatch(title) or _PRODUCER_PREFIX.match(title):
         return None
@@ -161,7 +160,7 @@ def meaningful_title(value: str | None) -> str | None:
         return None
     if not any(character.isalpha() for character in title):
         return None  # "1", "---", "2024-01-02"
-    return title[:MAX_FOUND_TITLE_CHARS]
+    return title[:MAX_TITLE_CHARS]
 
 
 # --- PDF ----------------------------------------------------------------------------------------

@@ -25,14 +25,12 @@ from agent_knowledge.ingest.chunking import Chunk, byte_offsets, chunk_text
 from agent_knowledge.ingest.html_text import html_to_text
 from agent_knowledge.ingest.parse_process import ParseLimits, over_cpu_budget, parse_isolated
 from agent_knowledge.ingest.sections import split_sections
-from agent_knowledge.ingest.titles import MAX_TITLE_CHARS as MAX_FOUND_TITLE_CHARS
-from agent_knowledge.ingest.titles import clean_title, document_title, source_key_title
+from agent_knowledge.ingest.titles import MAX_TITLE_CHARS, clean_title, document_title, source_key_title
 
 TEXT_MEDIA_TYPES = ("text/markdown", "text/plain", "text/html")
 # PDF, DOCX, PPTX: their text is extracted (binary_formats.py), then prepared as Markdown.
 MEDIA_TYPES = TEXT_MEDIA_TYPES + BINARY_MEDIA_TYPES
 MAX_BODY_BYTES = 5 * 1024 * 1024
-MAX_TITLE_CHARS = 255
 # A DynamoDB item holds at most 400 KB; the chunk digests and offsets must fit with room to spare.
 MAX_CHUNK_METADATA_BYTES = 300_000
 # CPU time (of the preparing thread) one document may take to prepare. Every parser is linear, so
@@ -249,7 +247,7 @@ def prepare_document(
         budget.spent_elsewhere(extracted.cpu_seconds)
         if title is None:  # found in the document's metadata or headings, else the source key
             found = extracted.title or clean_title(source_key_title(source_key)) or "untitled"
-            title = check_title(found[:MAX_FOUND_TITLE_CHARS])
+            title = check_title(found[:MAX_TITLE_CHARS])
         structured = media_type
         text, media_type = extracted.text, "text/markdown"  # headings are Markdown headings
         max_chunks: int | None = MIN_CHUNK_ALLOWANCE + len(content) // SOURCE_BYTES_PER_CHUNK

@@ -16,7 +16,8 @@ from pathlib import PurePosixPath
 from agent_knowledge.ingest.html_text import html_tokens, unescape
 from agent_knowledge.ingest.markdown import MAX_HEADING_CHARS, first_heading, front_matter_title, headings
 
-MAX_TITLE_CHARS = 200
+# The one limit of a document's title, given or found (the protocol's hints carry it whole).
+MAX_TITLE_CHARS = 255
 # A first line longer than this is a paragraph, not a title.
 MAX_FIRST_LINE_TITLE_CHARS = 120
 SOURCE_SUFFIXES = (".md", ".markdown", ".txt", ".html", ".htm", ".pdf", ".docx", ".pptx")
