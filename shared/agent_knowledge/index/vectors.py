@@ -438,11 +438,17 @@ class _Packed:
     def __init__(self, offsets: npt.NDArray[np.int64], names: bytes) -> None:
         self._offsets = offsets.tolist()
         self._names = names
+        # Decoded names, kept: a warm container's searches name the same documents again, and
+        # decoding each hit's names every time cost a fifth of a warm search at 100k rows.
+        self._decoded: dict[int, tuple[str, str]] = {}
 
     def __len__(self) -> int:
         return (len(self._offsets) - 1) // 2
 
     def __getitem__(self, number: int) -> tuple[str, str]:
+        known = self._decoded.get(number)
+        if known is not None:
+            return known
         if not 0 <= number < len(self):
             raise IndexError(number)
         at = self._offsets
@@ -451,6 +457,7 @@ class _Packed:
             revision = self._names[at[2 * number + 1] : at[2 * number + 2]].decode()
         except UnicodeDecodeError as exc:
             raise VectorFileCorrupt(f"vector file document {number} is not UTF-8") from exc
+        self._decoded[number] = (doc_id, revision)
         return doc_id, revision
 
 
