@@ -199,6 +199,27 @@ def test_a_discovery_document_of_another_issuer_is_unavailable_not_trusted():
         OAuthValidator(CONFIG, JwksCache(CONFIG, fetch=liar)).validate(ISSUER.mint("alice", now=NOW)[0], NOW)
 
 
+def test_an_issuer_that_cannot_be_reached_is_unavailable_until_it_answers():
+    """Not a 401 on the calls after the failed fetch either: a client told 'unauthorized' would
+    authorize again for nothing while the issuer is down."""
+    from agent_knowledge.errors import KnowledgeUnavailable
+
+    documents, down = Documents(ISSUER), [True]
+
+    def flaky(url: str) -> dict[str, Any]:
+        if down[0]:
+            raise OSError("connection refused")
+        return documents(url)
+
+    checker = OAuthValidator(CONFIG, JwksCache(CONFIG, fetch=flaky))
+    token = ISSUER.mint("alice", now=NOW)[0]
+    for now in (NOW, NOW + 1, NOW + REFRESH_INTERVAL_SECONDS):
+        with pytest.raises(KnowledgeUnavailable):
+            checker.validate(token, now)
+    down[0] = False
+    assert checker.validate(token, NOW + 2 * REFRESH_INTERVAL_SECONDS).principal.id == "alice"
+
+
 def test_the_metadata_names_the_domain_the_request_reached():
     from agent_knowledge.identity.oauth import resource_metadata
 

@@ -234,6 +234,9 @@ class JwksCache:
     _jwks_uri: str | None = None
     _keys: dict[str, SigningKey] = field(default_factory=dict)
     _fetched_at: float | None = None
+    # Whether the last fetch failed: with no key known, a token is then the issuer's outage (503),
+    # not the caller's fault (a 401 would send clients to authorize again for nothing).
+    _failed: bool = False
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
     def key(self, kid: str, now: float) -> SigningKey:
@@ -245,6 +248,9 @@ class JwksCache:
             if kid not in self._keys and now - (self._fetched_at or now) >= REFRESH_INTERVAL_SECONDS:
                 self._refresh(now, required=False)  # a rotated key: once, then refused
             found = self._keys.get(kid)
+            unreachable = self._failed and not self._keys
+        if found is None and unreachable:
+            raise KnowledgeUnavailable.of("the OAuth issuer's signing keys")
         if found is None:
             raise TokenRefused(reason="unknown key id")
         return found
@@ -256,8 +262,10 @@ class JwksCache:
             if self._jwks_uri is None:
                 self._jwks_uri = self._discover()
             self._keys = _signing_keys(self.fetch(self._jwks_uri))
+            self._failed = False
         except (OSError, ValueError, urllib.error.URLError) as exc:
             logger.warning("the OAuth issuer's keys could not be fetched", extra={"reason": type(exc).__name__})
+            self._failed = True
             if required:
                 raise KnowledgeUnavailable.of("the OAuth issuer's signing keys") from None
         finally:
