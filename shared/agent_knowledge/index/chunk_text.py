@@ -31,8 +31,14 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Protocol
 
-from agent_knowledge.index.layout import TEXT_EXTENSION, TEXT_ROLE, IndexCorrupt, IndexManifest
-from agent_knowledge.repositories.bodies import BodyMissing, BodyReplaced
+from agent_knowledge.index.layout import (
+    TEXT_EXTENSION,
+    TEXT_ROLE,
+    IndexCorrupt,
+    IndexManifest,
+    RangeReads,
+    read_object_range,
+)
 from agent_knowledge.runtime.per_container import on_reset
 
 MAGIC = b"AKTXT\x00\x01\x00"
@@ -52,12 +58,6 @@ BLOCK_CACHE_BYTES = 32 * 1024 * 1024
 OWN_CACHE_BYTES = 4 * 1024 * 1024
 # Ranged GETs of one search's missing blocks at a time (boto3 clients are thread safe).
 RANGE_THREADS = 8
-
-
-class RangeReads(Protocol):
-    """What reading texts by need takes of the bodies bucket (`BodyStore`)."""
-
-    def read_range(self, key: str, start: int, end: int, etag: str | None = None) -> tuple[bytes, dict[str, str]]: ...
 
 
 class ChunkTextCorrupt(IndexCorrupt):
@@ -269,13 +269,7 @@ def _local_reader(path: str) -> RangeReader:
 
 def _remote_reader(objects: RangeReads, key: str) -> RangeReader:
     def read(start: int, end: int) -> bytes:
-        try:
-            data, _ = objects.read_range(key, start, end)
-        except (BodyMissing, BodyReplaced) as exc:
-            raise ChunkTextCorrupt("a chunk text file is missing from the index storage") from exc
-        if len(data) != end - start:
-            raise ChunkTextCorrupt("a chunk text file is shorter than its manifest says")
-        return data
+        return read_object_range(objects, key, start, end, ChunkTextCorrupt, "a chunk text file")
 
     return read
 

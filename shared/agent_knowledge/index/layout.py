@@ -19,7 +19,7 @@ import hashlib
 import json
 import re
 import uuid
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, Protocol, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, ValidationError
 
@@ -66,6 +66,29 @@ TEXT_EXTENSION = "chunks"
 class VectorFileCorrupt(IndexUnavailable):
     """A vector file is truncated, of an unknown format, of another model, or inconsistent with its
     header (`index/vectors`; defined here so that search can catch it without importing numpy)."""
+
+
+@runtime_checkable
+class RangeReads(Protocol):
+    """What reading part of an index object takes of the bodies bucket (`BodyStore`)."""
+
+    def read_range(self, key: str, start: int, end: int, etag: str | None = None) -> tuple[bytes, dict[str, str]]: ...
+
+
+def read_object_range(
+    objects: RangeReads, key: str, start: int, end: int, corrupt: type[IndexUnavailable], what: str
+) -> bytes:
+    """Bytes [start, end) of the index object `key`, exactly. The manifest named the object and its
+    size, so a missing or replaced object, or fewer bytes, is `corrupt` (chunk texts, vector files)."""
+    from agent_knowledge.repositories.bodies import BodyMissing, BodyReplaced
+
+    try:
+        data, _ = objects.read_range(key, start, end)
+    except (BodyMissing, BodyReplaced) as exc:
+        raise corrupt(f"{what} is missing from the index storage") from exc
+    if len(data) != end - start:
+        raise corrupt(f"{what} is shorter than its manifest says")
+    return data
 
 
 # A vector file's role in a generation's manifest (beside the tantivy files; `index/vectors`).

@@ -29,9 +29,10 @@ from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Protocol, runtime_checkable
 
-from agent_knowledge.index.layout import VectorFileCorrupt
+from agent_knowledge.index.layout import RangeReads as ObjectRanges
+from agent_knowledge.index.layout import VectorFileCorrupt, read_object_range
 from agent_knowledge.index.vectors import HEAD_PREFIX, MAGIC, VectorFile, open_vector_file
-from agent_knowledge.repositories.bodies import BodyMissing, BodyReplaced, Sink
+from agent_knowledge.repositories.bodies import Sink
 
 # The first GET of a file read by need: enough for the header's start, which gives the head's size
 # (`vectors.HEAD_PREFIX`); a second GET reads the rest of the head. Of a file that is not read by
@@ -42,11 +43,9 @@ RANGE_THREADS = 8
 
 
 @runtime_checkable
-class RangeReads(Protocol):
+class RangeReads(ObjectRanges, Protocol):
     """What reading by need takes of the bodies bucket (`BodyStore`): ranges, and whole downloads
     for a file that is not read by need."""
-
-    def read_range(self, key: str, start: int, end: int, etag: str | None = None) -> tuple[bytes, dict[str, str]]: ...
 
     def download(self, key: str, target: Sink) -> int: ...
 
@@ -61,14 +60,8 @@ class Store(Protocol):
     def fetch_object(self, bodies: RangeReads, key: str, sha256: str, size: int) -> str: ...
 
 
-def _read(objects: RangeReads, key: str, start: int, end: int) -> bytes:
-    try:
-        data, _ = objects.read_range(key, start, end)
-    except (BodyMissing, BodyReplaced) as exc:
-        raise VectorFileCorrupt("vector file is missing from the index storage") from exc
-    if len(data) != end - start:
-        raise VectorFileCorrupt("vector file is shorter than its manifest says")
-    return data
+def _read(objects: ObjectRanges, key: str, start: int, end: int) -> bytes:
+    return read_object_range(objects, key, start, end, VectorFileCorrupt, "vector file")
 
 
 class RangedLists:
