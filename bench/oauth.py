@@ -23,11 +23,9 @@ import json
 import os
 import platform
 import statistics
-import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -42,32 +40,10 @@ TARGET_RATIO = 1.1
 @contextmanager
 def local_issuer() -> Iterator[Any]:
     """A LocalIssuer whose discovery document and JWKS a loopback HTTP server answers."""
-    from agent_knowledge_dev.oauth_issuer import DISCOVERY_PATH, JWKS_PATH, LocalIssuer
+    from agent_knowledge_dev.oauth_issuer import served_issuer
 
-    documents: dict[str, Any] = {}
-
-    class Handler(BaseHTTPRequestHandler):
-        def do_GET(self) -> None:  # noqa: N802 - http.server's name
-            body = json.dumps(documents.get(self.path, {})).encode()
-            self.send_response(200 if self.path in documents else 404)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
-
-        def log_message(self, *args: Any) -> None:
-            pass
-
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    issuer = LocalIssuer.generate(f"http://127.0.0.1:{server.server_address[1]}")
-    documents.update({DISCOVERY_PATH: issuer.discovery(), JWKS_PATH: issuer.jwks()})
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield issuer
-    finally:
-        server.shutdown()
-        server.server_close()
+    with served_issuer() as served:
+        yield served.issuer
 
 
 def _search_event(query: str, token: str) -> dict[str, Any]:

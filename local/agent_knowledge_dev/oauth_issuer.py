@@ -16,9 +16,12 @@ import hashlib
 import json
 import os
 import secrets
+import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -150,3 +153,56 @@ class LocalIssuer:
 
 def remove_key(directory: Path) -> None:
     (directory / KEY_FILE).unlink(missing_ok=True)
+
+
+class ServedIssuer:
+    """A LocalIssuer whose discovery document and JWKS a loopback HTTP server of its own answers (the
+    validator fetches them with urllib, as on Lambda), every fetch counted; for tests and benchmarks,
+    which run the OAuth path without `serve`. `published`: the issuers whose keys the JWKS lists."""
+
+    def __init__(self) -> None:
+        owner = self
+        self.fetches: list[str] = []
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_GET(self) -> None:  # noqa: N802 - http.server's name
+                owner.fetches.append(self.path)
+                documents = {DISCOVERY_PATH: owner.issuer.discovery(), JWKS_PATH: owner.jwks()}
+                body = json.dumps(documents[self.path]).encode() if self.path in documents else b"{}"
+                self.send_response(200 if self.path in documents else 404)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.issuer = LocalIssuer.generate(f"http://127.0.0.1:{self.server.server_address[1]}")
+        self.published = [self.issuer]
+
+    def jwks(self) -> dict[str, Any]:
+        return {"keys": [issuer.public_jwk() for issuer in self.published]}
+
+    def another_key(self) -> LocalIssuer:
+        """The same issuer with a key its JWKS does not (yet) list: a rotation."""
+        return LocalIssuer.generate(self.issuer.issuer.removesuffix(ISSUER_PATH))
+
+    def environment(self) -> dict[str, str]:
+        return self.issuer.environment()
+
+    def jwks_fetches(self) -> int:
+        return sum(path == JWKS_PATH for path in self.fetches)
+
+
+@contextmanager
+def served_issuer() -> Iterator[ServedIssuer]:
+    served = ServedIssuer()
+    thread = threading.Thread(target=served.server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield served
+    finally:
+        served.server.shutdown()
+        served.server.server_close()
