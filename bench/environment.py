@@ -10,8 +10,10 @@ import contextlib
 import os
 import socket
 import subprocess
+import sys
 import time
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 from agent_knowledge_dev.aws_environment import dummy_environment, use_dummy_environment
@@ -57,3 +59,22 @@ def wait_until_listening(port: int, process: subprocess.Popen[Any], timeout: flo
             if time.monotonic() > deadline or process.poll() is not None:
                 raise RuntimeError("moto server did not start") from None
             time.sleep(0.2)
+
+
+@contextlib.contextmanager
+def moto_server() -> Iterator[str]:
+    """A moto server in a process of its own on a free loopback port (a cold container's bucket is
+    another process's, as S3 is); yields its endpoint URL, stops it after."""
+    from tests.support.local_api import free_port
+
+    port = free_port()
+    server = subprocess.Popen(
+        [sys.executable, "-m", "moto.server", "-p", str(port)],
+        cwd=Path(__file__).resolve().parents[1], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+    try:
+        wait_until_listening(port, server)
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        server.terminate()
+        server.wait(timeout=30)

@@ -38,7 +38,6 @@ import sys
 import tempfile
 import time
 from collections.abc import Iterator
-from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -246,25 +245,6 @@ def project_to_lambda(
     }
 
 
-@contextmanager
-def _moto_server() -> Iterator[str]:
-    from tests.support.local_api import free_port
-
-    port = free_port()
-    server = subprocess.Popen(
-        [sys.executable, "-m", "moto.server", "-p", str(port)],
-        cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-    )  # fmt: skip
-    try:
-        from bench.environment import wait_until_listening
-
-        wait_until_listening(port, server)
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        server.terminate()
-        server.wait(timeout=30)
-
-
 def _cold_on_moto(
     bucket: _Bucket, repositories: Any, number: int, doc_chunks: tuple[int, int], scratch: str
 ) -> dict[str, Any]:
@@ -280,7 +260,9 @@ def _cold_on_moto(
     manifest = _newest(bucket, record)
     doc_id = _change(repositories, number, doc_chunks)  # the cold indexer's change
     changed = repositories.documents.records[(KB_ID, doc_id)]
-    with _moto_server() as url:
+    from bench.environment import moto_server
+
+    with moto_server() as url:
         client = boto3.client("s3", endpoint_url=url, region_name="us-east-1")
         client.create_bucket(Bucket=MOTO_BUCKET)
         store = BodyStore(lambda: client, MOTO_BUCKET)

@@ -48,8 +48,9 @@ def run(chunks: int, runs: int) -> dict[str, Any]:
 
     from agent_knowledge.index.layout import TEXT_ROLE
     from agent_knowledge.repositories.bodies import BodyStore
+    from bench.environment import moto_server
     from bench.index_store import DirectoryObjects, publish_chunks
-    from bench.segments import _chunks, _moto_server
+    from bench.segments import _chunks
 
     result: dict[str, Any] = {"chunks": chunks, "runs": runs, "load_average_start": os.getloadavg()}
     with tempfile.TemporaryDirectory(prefix="ak-bench-objects-") as scratch:
@@ -59,7 +60,7 @@ def run(chunks: int, runs: int) -> dict[str, Any]:
         by_segment: dict[str, list[str]] = {}
         for name in sorted(files):
             by_segment.setdefault(name[:32], []).append(name)
-        with _moto_server() as url:
+        with moto_server() as url:
             client = boto3.client("s3", endpoint_url=url, region_name="us-east-1")
             client.create_bucket(Bucket=BUCKET)
             store = BodyStore(lambda: client, BUCKET)

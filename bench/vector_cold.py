@@ -36,8 +36,6 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -83,25 +81,6 @@ def manifest_of(data: bytes, rows: int, dimensions: int) -> Any:
         chunks=rows, index_bytes=len(data), files={file_name(data): entry}, meta={},
         embedding_model_id=f"{SPACE_MODEL}/{dimensions}",
     )  # fmt: skip
-
-
-@contextmanager
-def moto_server() -> Iterator[str]:
-    from tests.support.local_api import free_port
-
-    from bench.environment import wait_until_listening
-
-    port = free_port()
-    server = subprocess.Popen(
-        [sys.executable, "-m", "moto.server", "-p", str(port)], cwd=ROOT,
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-    )  # fmt: skip
-    try:
-        wait_until_listening(port, server)
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        server.terminate()
-        server.wait(timeout=30)
 
 
 def store_for(url: str) -> Any:
@@ -278,6 +257,8 @@ def main() -> None:
     from bench.retrieval.run_report import commit, load_average
 
     report: dict[str, Any] = {"commit": commit(), "loadavg_start": load_average(), "results": []}
+    from bench.environment import moto_server
+
     with moto_server() as url:
         _, client = store_for(url)
         client.create_bucket(Bucket=BUCKET)
