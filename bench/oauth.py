@@ -28,6 +28,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
+from unittest import mock
 
 PROFILES: dict[str, dict[str, Any]] = {
     "full": {"handbook": "quick", "rounds": 25, "validations": 2000},
@@ -79,43 +80,36 @@ def run(profile: str = "full") -> dict[str, Any]:
     from bench.workspace import handbook_stack
 
     settings = PROFILES[profile]
-    saved = {name: os.environ.get(name) for name in ("OAUTH_ISSUER", "OAUTH_AUDIENCE")}
-    with local_issuer() as issuer:
-        try:
-            with handbook_stack(settings["handbook"]) as handbook:
-                # The template's OAuth parameters, as a deployment with an issuer sets them (the stack
-                # sets the defaults, bearer-token mode), read by a new container.
-                os.environ.update({"OAUTH_ISSUER": issuer.issuer, "OAUTH_AUDIENCE": issuer.audience})
-                reset_container_caches()
-                # The demo session's principal (agent_knowledge_dev.demo): the same documents visible.
-                jwt, _ = issuer.mint("demo-user", ["member"], "demo", DEMO_CLIENT, ttl_seconds=3600)
-                tokens = {"session": DEMO_TOKEN, "jwt": jwt}
-                events = {mode: [_search_event(q, token) for q in handbook.queries] for mode, token in tokens.items()}
-                titles = {mode: [_timed(event)[2] for event in events[mode]] for mode in tokens}  # warm-up
-                if titles["session"] != titles["jwt"]:
-                    raise RuntimeError("the JWT search and the session search answered differently")
-                samples: dict[str, list[list[tuple[float, float]]]] = {
-                    mode: [[] for _ in handbook.queries] for mode in tokens
-                }
-                for _ in range(settings["rounds"]):
-                    for number in range(len(handbook.queries)):
-                        for mode in tokens:
-                            cpu, wall, _ = _timed(events[mode][number])
-                            samples[mode][number].append((cpu, wall))
-                validator = configured_validator()
-                assert validator is not None
-                validations = []
-                for _ in range(settings["validations"]):
-                    started = time.process_time()
-                    validator.validate(jwt, time.time())
-                    validations.append(time.process_time() - started)
-                documents, queries = handbook.documents, len(handbook.queries)
-        finally:
-            for name, value in saved.items():
-                if value is None:
-                    os.environ.pop(name, None)
-                else:
-                    os.environ[name] = value
+    # The OAUTH_* variables set below are undone on the way out (the whole environment restored).
+    with local_issuer() as issuer, mock.patch.dict(os.environ):
+        with handbook_stack(settings["handbook"]) as handbook:
+            # The template's OAuth parameters, as a deployment with an issuer sets them (the stack
+            # sets the defaults, bearer-token mode), read by a new container.
+            os.environ.update({"OAUTH_ISSUER": issuer.issuer, "OAUTH_AUDIENCE": issuer.audience})
+            reset_container_caches()
+            # The demo session's principal (agent_knowledge_dev.demo): the same documents visible.
+            jwt, _ = issuer.mint("demo-user", ["member"], "demo", DEMO_CLIENT, ttl_seconds=3600)
+            tokens = {"session": DEMO_TOKEN, "jwt": jwt}
+            events = {mode: [_search_event(q, token) for q in handbook.queries] for mode, token in tokens.items()}
+            titles = {mode: [_timed(event)[2] for event in events[mode]] for mode in tokens}  # warm-up
+            if titles["session"] != titles["jwt"]:
+                raise RuntimeError("the JWT search and the session search answered differently")
+            samples: dict[str, list[list[tuple[float, float]]]] = {
+                mode: [[] for _ in handbook.queries] for mode in tokens
+            }
+            for _ in range(settings["rounds"]):
+                for number in range(len(handbook.queries)):
+                    for mode in tokens:
+                        cpu, wall, _ = _timed(events[mode][number])
+                        samples[mode][number].append((cpu, wall))
+            validator = configured_validator()
+            assert validator is not None
+            validations = []
+            for _ in range(settings["validations"]):
+                started = time.process_time()
+                validator.validate(jwt, time.time())
+                validations.append(time.process_time() - started)
+            documents, queries = handbook.documents, len(handbook.queries)
     figures: dict[str, Any] = {}
     for mode, per_query in samples.items():
         cpu = [statistics.median(cpu for cpu, _ in runs) for runs in per_query]
