@@ -197,7 +197,33 @@ def main() -> None:
     if mode == "moto-search" and len(queries) > 1:
         scope = Scope(config, {kb.kb_id: kb})
         result["warm_on_moto"] = _warm(store, records, scope, cache, queries[1:])
+        # The same with the records read as a search reads them, from DynamoDB on the same server:
+        # what a hint's ranged read adds to a search once it overlaps that round trip.
+        table = _moto_documents(sys.argv[2], records)
+        result["warm_on_moto_records_from_dynamodb"] = _warm(store, table, scope, cache, queries[1:])
     print("BENCH_RESULT " + json.dumps(result), flush=True)
+
+
+def _moto_documents(url: str, records: Any) -> Any:
+    """A documents table on the moto server holding `records`, read through the product's
+    `DocumentRepository` (the key schema of template.yaml's DocumentsTable)."""
+    import boto3
+
+    from agent_knowledge.repositories.documents import DocumentRepository
+    from agent_knowledge.repositories.dynamo import to_item
+
+    client = boto3.client("dynamodb", endpoint_url=url, region_name="us-east-1")
+    name = "bench-documents"
+    client.create_table(
+        TableName=name, BillingMode="PAY_PER_REQUEST",
+        KeySchema=[{"AttributeName": "kb_id", "KeyType": "HASH"}, {"AttributeName": "doc_id", "KeyType": "RANGE"}],
+        AttributeDefinitions=[
+            {"AttributeName": "kb_id", "AttributeType": "S"}, {"AttributeName": "doc_id", "AttributeType": "S"}
+        ],
+    )  # fmt: skip
+    for record in records.records.values():
+        client.put_item(TableName=name, Item=to_item(record.model_dump()))
+    return DocumentRepository(client, name)
 
 
 def _warm(store: Any, records: Any, scope: Any, cache: Any, queries: list[str]) -> dict[str, Any]:
@@ -215,8 +241,8 @@ def _warm(store: Any, records: Any, scope: Any, cache: Any, queries: list[str]) 
     figures: dict[str, Any] = {"queries": len(queries)}
     for query in queries:  # untimed: the index's own caches (idf, tantivy's pages) warm up
         retrieve(store, records, scope, query, 3, cache=cache, embedder=None, reranker=None)
-    gets_before = store.gets
     for label, evict in (("texts_evicted", True), ("texts_kept", False)):
+        gets_before = store.gets
         walls, cpus = [], []
         for query in queries:
             if evict and text_cache is not None:
@@ -233,6 +259,10 @@ def _warm(store: Any, records: Any, scope: Any, cache: Any, queries: list[str]) 
         }
         if evict:
             figures["gets_per_search_evicted"] = round((store.gets - gets_before) / max(1, len(queries)), 2)
+    if text_cache is not None:
+        figures["wall_added_by_hint_reads_p50_ms"] = round(
+            figures["texts_evicted"]["wall_p50_ms"] - figures["texts_kept"]["wall_p50_ms"], 2
+        )
     return figures
 
 

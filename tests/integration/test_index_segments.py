@@ -221,6 +221,42 @@ def test_a_search_reads_the_chunk_texts_of_what_it_shows_by_ranges_once(stack, i
         reader.files.clear()
 
 
+def test_a_search_reads_its_hints_texts_while_it_reads_their_records(stack, ingestor, monkeypatch, tmp_path):
+    """Issue 36: the ranged GETs of the hints' text blocks overlap the records' round trip (the
+    prefetch), and the texts are then served from what it read (no GET twice)."""
+    for i in range(6):
+        ingestor.put("kb", f"d{i}.md", f"D{i}", _body(["golf", f"item{i}"], 2))
+    bodies, documents = stack.repositories.bodies, stack.repositories.documents
+    ranges: list[tuple[str, int, int]] = []
+    read_range = bodies.read_range
+    ranged = threading.Event()
+
+    def counted(key: str, start: int, end: int, etag: str | None = None):
+        ranges.append((key, start, end))
+        ranged.set()
+        return read_range(key, start, end, etag)
+
+    get_many = documents.get_many
+    overlapped: list[bool] = []
+
+    def records_read_late(keys):  # as if DynamoDB were slow: the texts' GETs go on meanwhile
+        overlapped.append(ranged.wait(timeout=10))
+        return get_many(keys)
+
+    monkeypatch.setattr(bodies, "read_range", counted)
+    monkeypatch.setattr(documents, "get_many", records_read_late)
+    chunk_text.cache.clear()
+    reader = IndexCache(LocalFiles(str(tmp_path / "reader")))
+    try:
+        found = retrieve(bodies, documents, scope_of(stack, ["kb"]), "golf", 3, cache=reader, embedder=None)
+        assert len(found.documents) == 3 and all("golf" in d.chunk_text for d in found.documents)
+        assert overlapped == [True]
+        assert len(ranges) == len(set(ranges))  # every block read once
+    finally:
+        reader.clear()
+        reader.files.clear()
+
+
 def _corrupt_every_index_object(stack, kb_id: str, data: bytes | None) -> None:
     bodies = stack.repositories.bodies
     for listed in list(bodies.list(f"indexes/{kb_id}/")):

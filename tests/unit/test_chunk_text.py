@@ -138,3 +138,35 @@ def test_a_writer_is_given_exactly_its_segments_chunk_count(tmp_path):
         write_text_file(os.path.join(tmp_path, file_name(SEGMENT)), entries[:2], 3)
     with pytest.raises(ValueError, match="8 bytes"):
         write_text_file(os.path.join(tmp_path, file_name(SEGMENT)), [(b"short", "x")], 1)
+
+
+def test_a_prefetch_reads_the_missing_blocks_so_the_read_makes_no_get(tmp_path, monkeypatch):
+    monkeypatch.setattr(chunk_text, "HEAD_READ_BYTES", 64)  # a head of its own, then blocks by range
+    texts = _texts(4 * chunk_text.BLOCK_ENTRIES)
+    reader, bucket = _remote(tmp_path, texts)
+    wanted = [(SEGMENT, n, chunk_digest(texts[n])) for n in (1, 3 * chunk_text.BLOCK_ENTRIES)]
+    prefetch = reader.prefetch(wanted)
+    assert prefetch is not None
+    prefetch.result(timeout=10)
+    fetched = list(bucket.gets)
+    assert len(fetched) == 3  # the head, and the two blocks asked for
+    assert reader.texts(wanted) == [texts[1], texts[3 * chunk_text.BLOCK_ENTRIES]]
+    assert bucket.gets == fetched  # served from memory
+    assert reader.prefetch(wanted) is None  # nothing left to read ahead
+
+
+def test_a_failed_prefetch_is_retried_and_reported_by_the_read(tmp_path):
+    texts = _texts(chunk_text.BLOCK_ENTRIES)
+    reader, bucket = _remote(tmp_path, texts)
+    data, bucket.data = bucket.data, b""  # the object reads back empty: the head is refused
+    wanted = [(SEGMENT, 0, chunk_digest(texts[0]))]
+    prefetch = reader.prefetch(wanted)
+    assert prefetch is not None and prefetch.result(timeout=10) is None  # nothing raised to the caller
+    with pytest.raises(ChunkTextCorrupt):
+        reader.texts(wanted)
+    bucket.data = data
+    assert reader.texts(wanted) == [texts[0]]
+
+
+def test_a_prefetch_of_a_segment_without_a_text_file_starts_nothing(tmp_path):
+    assert ChunkTexts(str(tmp_path)).prefetch([(SEGMENT, 0, "00" * 8)]) is None

@@ -27,7 +27,7 @@ import threading
 import zlib
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -58,6 +58,9 @@ BLOCK_CACHE_BYTES = 32 * 1024 * 1024
 OWN_CACHE_BYTES = 4 * 1024 * 1024
 # Ranged GETs of one search's missing blocks at a time (boto3 clients are thread safe).
 RANGE_THREADS = 8
+# Searches whose missing blocks are read ahead at a time (`ChunkTexts.prefetch`); each fans out
+# to RANGE_THREADS ranged GETs of its own.
+PREFETCH_THREADS = 2
 
 
 class ChunkTextCorrupt(IndexCorrupt):
@@ -202,6 +205,24 @@ class _Cache:
                 _, (_, dropped) = self._blocks.popitem(last=False)
                 self._bytes -= dropped
 
+    def entries_of(self, places: Sequence[tuple[object, int]]) -> list[tuple[bytes, str] | None]:
+        """The entry of each (file key, document number) held in memory, None where its head or
+        block is not: one lock for a whole search's hits (the warm path)."""
+        found: list[tuple[bytes, str] | None] = []
+        with self._lock:
+            for key, doc in places:
+                head = self._heads.get(key)
+                if head is None or not 0 <= doc < head.entries:
+                    found.append(None)
+                    continue
+                block = self._blocks.get((key, doc // head.block_entries))
+                if block is None:
+                    found.append(None)
+                    continue
+                self._blocks.move_to_end((key, doc // head.block_entries))
+                found.append(block[0][doc % head.block_entries])
+        return found
+
     def forget_blocks(self) -> None:
         """Drop the decoded blocks, keep the heads (what a warm container holds once its blocks were
         evicted: the benchmark of a hint's ranged read)."""
@@ -218,6 +239,13 @@ class _Cache:
 
 cache = _Cache()
 on_reset(cache.clear)
+
+
+@functools.cache
+def _prefetcher() -> ThreadPoolExecutor:
+    """Created on a search's first prefetch (never at import: no thread is in a SnapStart snapshot
+    unless a search ran before it was taken)."""
+    return ThreadPoolExecutor(max_workers=PREFETCH_THREADS, thread_name_prefix="chunk-text-prefetch")
 
 
 class _File:
@@ -314,6 +342,27 @@ class ChunkTexts:
             self._files[segment_id] = found
         return found
 
+    def prefetch(self, wanted: Sequence[Wanted]) -> Future[object] | None:
+        """Start reading, in the background, the blocks of `wanted` this process lacks, so that
+        their ranged GETs overlap what the caller does meanwhile (a search reads its hits'
+        records: docs/DESIGN.md §10); `texts` then finds them in memory. None when nothing is
+        missing, or when a file cannot be placed (`texts` reports that, not the prefetch). The
+        future never raises for the caller to handle: a failed read is retried by `texts`."""
+        try:
+            places = [(self._file(segment_id), doc) for segment_id, doc, _ in wanted]
+        except ChunkTextCorrupt:
+            return None
+        if all(entry is not None for entry in self._in_memory(places)):
+            return None
+
+        def fetch() -> object:
+            try:
+                return self._fetch(places)
+            except Exception:  # noqa: BLE001 — retried, and reported, by the read that follows
+                return None
+
+        return _prefetcher().submit(fetch)
+
     def text(self, segment_id: str, doc: int, digest: str) -> str:
         return self.texts([(segment_id, doc, digest)])[0]
 
@@ -321,22 +370,48 @@ class ChunkTexts:
         """The texts of `wanted` chunks, in order; the blocks this process lacks are fetched
         RANGE_THREADS at a time. ChunkTextCorrupt if an entry is not the chunk its digest names."""
         places = [(self._file(segment_id), doc) for segment_id, doc, _ in wanted]
+        entries = self._in_memory(places)
+        if any(entry is None for entry in entries):
+            fetched = self._fetch(places)
+            entries = [
+                entry if entry is not None else fetched[(file.key, doc)]
+                for entry, (file, doc) in zip(entries, places, strict=True)
+            ]
+        found = []
+        for entry, (_, _, digest) in zip(entries, wanted, strict=True):
+            assert entry is not None
+            if entry[0].hex() != digest:
+                raise ChunkTextCorrupt("a chunk text file does not match its segment")
+            found.append(entry[1])
+        return found
+
+    @staticmethod
+    def _in_memory(places: Sequence[tuple[_File, int]]) -> list[tuple[bytes, str] | None]:
+        caches = {id(file.cache): file.cache for file, _ in places}
+        if len(caches) == 1:  # the usual case: every file content-addressed in the process's cache
+            return next(iter(caches.values())).entries_of([(file.key, doc) for file, doc in places])
+        return [file.cache.entries_of([(file.key, doc)])[0] for file, doc in places]
+
+    def _fetch(self, places: Sequence[tuple[_File, int]]) -> dict[tuple[object, int], tuple[bytes, str]]:
+        """The entries of `places`, reading the heads and then the blocks this process lacks, in
+        parallel; returned directly, so an eviction in between cannot lose one."""
         heads = {file.key: file for file, _ in places if file.cache.head(file.key) is None}
         self._run([file.head for file in heads.values()])
         blocks: dict[tuple[object, int], tuple[_File, Head, int]] = {}
         for file, doc in places:
             head = file.head()
             block = head.block_of(doc)
-            if file.cache.block(file.key, block) is None:
-                blocks[(file.key, block)] = (file, head, block)
-        self._run([functools.partial(file.block, head, block) for file, head, block in blocks.values()])
-        found = []
-        for (file, doc), (_, _, digest) in zip(places, wanted, strict=True):
+            blocks.setdefault((file.key, block), (file, head, block))
+        decoded: dict[tuple[object, int], list[tuple[bytes, str]]] = {}
+
+        def read(file: _File, head: Head, block: int) -> None:
+            decoded[(file.key, block)] = file.block(head, block)
+
+        self._run([functools.partial(read, file, head, block) for file, head, block in blocks.values()])
+        found = {}
+        for file, doc in places:
             head = file.head()
-            entry_digest, text = file.block(head, head.block_of(doc))[doc % head.block_entries]
-            if entry_digest.hex() != digest:
-                raise ChunkTextCorrupt("a chunk text file does not match its segment")
-            found.append(text)
+            found[(file.key, doc)] = decoded[(file.key, head.block_of(doc))][doc % head.block_entries]
         return found
 
     @staticmethod
