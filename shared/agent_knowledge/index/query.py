@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from concurrent.futures import Future
 from dataclasses import dataclass, field, replace
-from typing import Literal, Protocol
+from typing import Literal, NamedTuple, Protocol
 
 from agent_knowledge.embedding.base import Embedder
 from agent_knowledge.errors import KnowledgeError, RerankFailed
@@ -81,8 +81,7 @@ class _FusedHit:
         return self.read_text()
 
 
-@dataclass(frozen=True)
-class _Candidate:
+class _Candidate(NamedTuple):  # one per candidate of a search: a tuple is the cheapest to make
     kb_id: str
     hit: IndexHit | _FusedHit
 
