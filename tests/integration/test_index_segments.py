@@ -227,7 +227,7 @@ def test_a_search_reads_its_hints_texts_while_it_reads_their_records(stack, inge
     """Issue 36: the ranged GETs of the hints' text blocks overlap the records' round trip (the
     prefetch), and the texts are then served from what it read (no GET twice)."""
     for i in range(6):
-        ingestor.put("kb", f"d{i}.md", f"D{i}", _body(["golf", f"item{i}"], 2))
+        published(stack.repositories, ingestor.put("kb", f"d{i}.md", f"D{i}", _body(["golf", f"item{i}"], 2)))
     bodies, documents = stack.repositories.bodies, stack.repositories.documents
     ranges: list[tuple[str, int, int]] = []
     read_range = bodies.read_range
