@@ -29,8 +29,13 @@ WRITING_MODULES = {
     "vector_generation",
     "writer",
 }
-# What the ingest function loads: the ingestor and the batch that drives it.
-INGEST_FUNCTION_MODULES = ["agent_knowledge.ingest.source_batch", "agent_knowledge.ingest.ingestor"]
+# What the ingest function's handler (functions/ingest/app.py) imports, and the ingestor.
+INGEST_FUNCTION_MODULES = [
+    "agent_knowledge.ingest.source_batch",
+    "agent_knowledge.runtime.container",
+    "agent_knowledge.runtime.observability",
+    "agent_knowledge.ingest.ingestor",
+]
 
 
 def _imported_modules(path: Path) -> list[str]:
