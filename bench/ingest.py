@@ -85,16 +85,15 @@ def _generations(times: list[float]) -> dict[str, Any]:
 
 
 def rebuild_against_moto(count: int, repeats: int) -> dict[str, Any]:
-    from agent_knowledge.ingest.ingestor import Ingestor
+    from agent_knowledge.index.publish import publish_rebuild
 
     with local_stack() as repositories, quiet():
         seed_demo_workspace(repositories)
         timing = ingest(repositories, "handbook", documents("en", count, DOCUMENT_CHARS, seed=62))
-        ingestor = Ingestor(repositories)
         times = []
         for _ in range(repeats):
             started = time.perf_counter()
-            ingestor.rebuild_index("handbook")
+            publish_rebuild(repositories, "handbook")
             times.append(time.perf_counter() - started)
     return {
         "documents": count,

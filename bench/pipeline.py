@@ -110,12 +110,15 @@ def pipeline_stack(preload: list[Any] | None = None) -> Iterator[tuple[Any, Any,
     with local_stack() as repositories, quiet():
         create_knowledge_base(repositories, KB)
         if preload:
+            from agent_knowledge.index.publish import publish_rebuild
+            from agent_knowledge.index.recent_chunks import RecentChunks
             from agent_knowledge.ingest.ingestor import Ingestor
 
-            ingestor = Ingestor(repositories)
+            recent = RecentChunks()
+            ingestor = Ingestor(repositories, recent_chunks=recent)
             for doc in preload:
-                ingestor.put(KB, doc.source_key, doc.title, doc.body, rebuild_index=False)
-            ingestor.rebuild_index(KB)
+                ingestor.put(KB, doc.source_key, doc.title, doc.body)
+            publish_rebuild(repositories, KB, known=recent)
         session = botocore.session.get_session()
         pollers_sqs = session.create_client("sqs", region_name="us-east-1")
         s3 = session.create_client("s3", region_name="us-east-1")

@@ -31,20 +31,23 @@ def seed_demo_workspace(repositories, now: float | None = None) -> None:  # type
 
 def ingest(repositories, kb_id: str, documents: Iterable[SyntheticDocument]) -> IngestTiming:  # type: ignore[no-untyped-def]
     """Put every document (a few at a time, like `agent-knowledge doc put --dir`), then rebuild the index once."""
+    from agent_knowledge.index.publish import publish_rebuild
+    from agent_knowledge.index.recent_chunks import RecentChunks
     from agent_knowledge.ingest.ingestor import Ingestor
 
-    ingestor = Ingestor(repositories)
+    recent = RecentChunks()
+    ingestor = Ingestor(repositories, recent_chunks=recent)
     started = time.perf_counter()
     count = 0
     with ThreadPoolExecutor(max_workers=INGEST_WORKERS) as pool:
         results = pool.map(
-            lambda doc: ingestor.put(kb_id, doc.source_key, doc.title, doc.body.encode("utf-8"), rebuild_index=False),
+            lambda doc: ingestor.put(kb_id, doc.source_key, doc.title, doc.body.encode("utf-8")),
             documents,
         )
         for _ in results:
             count += 1
     ingested = time.perf_counter()
-    ingestor.rebuild_index(kb_id)
+    publish_rebuild(repositories, kb_id, known=recent)
     return IngestTiming(count, ingested - started, time.perf_counter() - ingested)
 
 

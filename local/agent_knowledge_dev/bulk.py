@@ -14,8 +14,9 @@ its document is `unsupported_type`. Reading opens with
 `O_NOFOLLOW` and checks the opened file again, so a file swapped for a link after the walk is
 refused too.
 
-`ingest_directory` stores a folder straight through an `Ingestor` (the demo seed of `serve`);
-`doc put --dir` uploads to the sources bucket instead (commands/documents.py).
+`ingest_directory` stores a folder straight through an `Ingestor` and has the indexer publish
+one rebuild (the demo seed of `serve`); `doc put --dir` uploads to the sources bucket instead
+(commands/documents.py).
 """
 
 from __future__ import annotations
@@ -29,13 +30,17 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, fields
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from agent_knowledge.errors import AgentKnowledgeError
 from agent_knowledge.identity.document_access import MAX_SIDECAR_BYTES, is_sidecar, parse_sidecar, sidecar_key
 from agent_knowledge.ingest.binary_formats import BINARY_MEDIA_TYPES, MAX_BINARY_SOURCE_BYTES
 from agent_knowledge.ingest.content import MAX_BODY_BYTES
 from agent_knowledge.ingest.source_files import media_type_of
+from agent_knowledge.runtime.clock import Clock, system_clock
+
+if TYPE_CHECKING:
+    from agent_knowledge.repositories.bundle import Repositories
 
 DEFAULT_WORKERS = 4
 # Files larger than this are refused before reading (the ingest refuses the body anyway); PDF,
@@ -284,24 +289,29 @@ def each_file(
 
 
 def ingest_directory(
-    ingestor: Any,
+    repositories: Repositories,
     kb_id: str,
     root: Path,
     *,
+    clock: Clock = system_clock,
     workers: int = DEFAULT_WORKERS,
     on_result: Callable[[SourceFile, str, str | None], None] | None = None,
 ) -> IngestSummary:
-    """Store every file below `root` through `ingestor` (titles found in the documents), then
-    rebuild the index once: per-document rebuilds would make a bulk load quadratic."""
+    """Store every file below `root` (titles found in the documents), then publish one rebuilt
+    index: per-document generations would make a bulk load quadratic."""
+    from agent_knowledge.index.publish import publish_rebuild
+    from agent_knowledge.index.recent_chunks import RecentChunks
+    from agent_knowledge.ingest.ingestor import Ingestor
+
+    recent = RecentChunks()  # what the rebuild then need not read back from S3
+    ingestor = Ingestor(repositories, clock=clock, recent_chunks=recent)
     sources = discover(root).files
     summary = IngestSummary(kb_id=kb_id, files=len(sources))
 
     def put(source: SourceFile) -> str:
         content = read_source(source.path)
         access = sidecar_access(source)
-        result = ingestor.put(
-            kb_id, source.source_key, None, content, media_type=source.media_type, rebuild_index=False, access=access
-        )
+        result = ingestor.put(kb_id, source.source_key, None, content, media_type=source.media_type, access=access)
         return str(result.outcome)
 
     for source, outcome, error in each_file(sources, put, workers):
@@ -311,7 +321,7 @@ def ingest_directory(
             summary.count(outcome)
         if on_result:
             on_result(source, outcome or "failed", error)
-    summary.index_generation = ingestor.rebuild_index(kb_id)
+    summary.index_generation = publish_rebuild(repositories, kb_id, known=recent)
     from agent_knowledge.index.vector_backlog import request_embedding_after_rebuild
 
     request_embedding_after_rebuild(kb_id, summary.index_generation)  # vectors follow (hybrid search)

@@ -48,11 +48,10 @@ def seed_demo(repositories: Repositories, now: float | None = None) -> None:
 def seed_sample_documents(repositories: Repositories, now: float | None = None) -> int:
     """Ingest the bundled sample documents into the demo KB the way `doc put --dir` does; returns
     how many were stored. Run after `seed_demo`."""
-    from agent_knowledge.ingest.ingestor import Ingestor
     from agent_knowledge_dev.bulk import ingest_directory
 
     clock = (lambda: now) if now is not None else time.time
-    summary = ingest_directory(Ingestor(repositories, clock=clock), DEMO_KB, SAMPLE_DOCS)
+    summary = ingest_directory(repositories, DEMO_KB, SAMPLE_DOCS, clock=clock)
     if summary.failed:
         raise RuntimeError(f"sample documents failed to ingest: {summary.failures}")
     return summary.created + summary.updated + summary.skipped

@@ -26,6 +26,7 @@ from agent_knowledge_dev.runtime import reset_caches
 from agent_knowledge_dev.stacks import moto_server_stack
 from agent_knowledge_dev.template import function_routes
 from tests.support.folders import write_folder
+from tests.support.knowledge import published
 
 EVENTS = Path(__file__).resolve().parents[2] / "events"
 LOCAL_SOURCES_BUCKET = "agent-knowledge-sourcesbucket"
@@ -420,7 +421,7 @@ def test_a_folder_upload_sends_only_changes_and_prunes_files_that_are_gone(run, 
     # What the pipeline does with the objects (done here directly, so the test needs no pipeline).
     ingestor = Ingestor(_repositories())
     for source_key, content in _objects("sync").items():
-        ingestor.put("sync", source_key, None, content, media_type="text/markdown")
+        published(_repositories(), ingestor.put("sync", source_key, None, content, media_type="text/markdown"))
 
     (folder / "change.md").write_text("# Change\n\nSecond version.\n", encoding="utf-8")
     (folder / "gone.md").unlink()
@@ -627,7 +628,7 @@ def test_deleting_a_document_stored_before_the_sources_bucket(run):
     from agent_knowledge.ingest.ingestor import Ingestor
 
     run("kb", "create", "direct")
-    Ingestor(_repositories()).put("direct", "old.md", None, "# Old\n\nStored directly.")
+    published(_repositories(), Ingestor(_repositories()).put("direct", "old.md", None, "# Old\n\nStored directly."))
     deleted = run("doc", "delete", "direct", "old.md").json()
     assert deleted == {"kb_id": "direct", "source_key": "old.md", "deleted": True, "object": None}
     assert run("doc", "list", "direct").json() == []

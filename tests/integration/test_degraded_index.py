@@ -28,6 +28,7 @@ from agent_knowledge.index.local_files import (
     LocalStorageFailed,
     storage_failure,
 )
+from agent_knowledge.index.publish import publish_rebuild
 from agent_knowledge.index.query import RetrievalResult, retrieve
 from agent_knowledge.index.reader_cache import IndexCache, read_manifest, reset_local_state
 from agent_knowledge.ingest.ingestor import Ingestor
@@ -36,6 +37,7 @@ from agent_knowledge.repositories.documents import document_id
 from agent_knowledge_dev.admin import create_knowledge_base
 from agent_knowledge_dev.demo import DEMO_KB
 from agent_knowledge_dev.handlers import load_event, with_changes
+from tests.support.knowledge import published
 from tests.support.retrieval import scope_of
 
 PARSER_TEXT = ("line 1 column", "Expecting value", "char 0", "JSONDecodeError", "Traceback")
@@ -46,8 +48,8 @@ def ingestor(stack) -> Ingestor:
     for kb_id in ("kb", "other"):
         create_knowledge_base(stack.repositories, kb_id)
     ingestor = Ingestor(stack.repositories, clock=stack.clock)
-    ingestor.put("kb", "cats.md", "Cats", "Cats sleep most of the day.")  # generation 1
-    ingestor.put("other", "birds.md", "Birds", "Birds watch the cats.")
+    published(stack.repositories, ingestor.put("kb", "cats.md", "Cats", "Cats sleep most of the day."))  # generation 1
+    published(stack.repositories, ingestor.put("other", "birds.md", "Birds", "Birds watch the cats."))
     return ingestor
 
 
@@ -108,7 +110,7 @@ class Downloads:
 
 @pytest.mark.parametrize("how", ["missing", "not json", "other tantivy version"])
 def test_an_older_generation_served_in_place_of_the_newest_is_partial(stack, ingestor, cache, how):
-    ingestor.put("kb", "dogs.md", "Dogs", "Dogs chase cats.")  # generation 2
+    published(stack.repositories, ingestor.put("kb", "dogs.md", "Dogs", "Dogs chase cats."))  # generation 2
     assert run_search(stack, cache, ["kb"], "cats").degraded_kb_ids == []
     cache.clear()
     cache.files.clear()
@@ -124,7 +126,7 @@ def test_an_older_generation_served_in_place_of_the_newest_is_partial(stack, ing
 
 
 def test_a_newest_generation_that_failed_is_not_retried_on_every_search(stack, ingestor, cache, monkeypatch):
-    ingestor.put("kb", "dogs.md", "Dogs", "Dogs chase cats.")
+    published(stack.repositories, ingestor.put("kb", "dogs.md", "Dogs", "Dogs chase cats."))
     newest = newest_key(stack)
     original_manifest = stack.repositories.bodies.read(newest)
     break_manifest(stack, newest, "not json")
@@ -146,8 +148,13 @@ def test_a_newest_generation_that_failed_is_not_retried_on_every_search(stack, i
 def test_the_search_endpoint_says_partial_and_carries_no_parser_text(call, demo, caplog):
     stack = demo
     ingestor = Ingestor(stack.repositories, clock=stack.clock)
-    ingestor.put(DEMO_KB, "vacation.md", "Vacation policy", "Vacation days accrue monthly.")  # generation 1
-    ingestor.put(DEMO_KB, "zeppelin.md", "Zeppelin vacations", "Vacation trips by zeppelin leave on Fridays.")
+    published(
+        demo.repositories, ingestor.put(DEMO_KB, "vacation.md", "Vacation policy", "Vacation days accrue monthly.")
+    )  # generation 1
+    published(
+        demo.repositories,
+        ingestor.put(DEMO_KB, "zeppelin.md", "Zeppelin vacations", "Vacation trips by zeppelin leave on Fridays."),
+    )
     event = with_changes(load_event("search-english-query"), body={"query": "vacation zeppelin"})
     before = call("search", event).json()
     assert before["status"] == "ok" and "Zeppelin vacations" in [hint["title"] for hint in before["hints"]]
@@ -253,8 +260,8 @@ def test_the_size_guard_refuses_an_index_larger_than_the_free_space_without_down
 
 def test_the_size_guard_keeps_serving_the_held_generation_rather_than_dropping_it(stack, ingestor, cache, monkeypatch):
     assert titles(run_search(stack, cache, ["kb"], "cats")) == ["Cats"]  # generation 1 held
-    ingestor.put("kb", "dogs.md", "Dogs", "Dogs chase cats.", rebuild_index=False)
-    ingestor.rebuild_index("kb")  # generation 2: all new files, which would replace the held ones
+    ingestor.put("kb", "dogs.md", "Dogs", "Dogs chase cats.")
+    publish_rebuild(stack.repositories, "kb")  # generation 2: all new files, which would replace the held ones
     downloads = Downloads(stack, monkeypatch)
     _free_space(monkeypatch, 0)
     result = run_search(stack, cache, ["kb"], "cats")
@@ -275,7 +282,7 @@ def test_an_indexer_that_cannot_hold_the_index_fails_the_update_clearly_without_
 ):
     from agent_knowledge.index.update import update_kb_index
 
-    ingestor.put("kb", "dogs.md", "Dogs", "Dogs chase cats.", rebuild_index=False)
+    ingestor.put("kb", "dogs.md", "Dogs", "Dogs chase cats.")
     generation = stack.repositories.knowledge_bases.get("kb").generation
     downloads = Downloads(stack, monkeypatch)
     _free_space(monkeypatch, local_files_module.ROOM_MARGIN_BYTES)

@@ -16,6 +16,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from agent_knowledge.identity.document_access import ANONYMOUS, Viewer, sidecar_json, visible
+from agent_knowledge.index.publish import publish_rebuild
 from agent_knowledge.index.query import retrieve
 from agent_knowledge.ingest import status
 from agent_knowledge.ingest.ingestor import Ingestor
@@ -156,9 +157,9 @@ def test_a_search_filtered_to_a_small_visible_share_still_returns_three_hints(st
         words = " ".join(["walrus"] * (12 - n // 4)) if not visible else "walrus"
         ingestor.put(
             "kb", f"d{n:02}.md", f"Walrus {n}", f"# Walrus {n}\n\n{words} facts number {n} about the tusks.",
-            rebuild_index=False, access=DocumentAccess(allow=["role:hr" if visible else "role:exec"]),
+            access=DocumentAccess(allow=["role:hr" if visible else "role:exec"]),
         )  # fmt: skip
-    ingestor.rebuild_index("kb")
+    publish_rebuild(stack.repositories, "kb")
     from agent_knowledge.embedding.factory import configured_embedder
     from agent_knowledge.index.vector_generation import embed_unembedded
 
@@ -205,8 +206,8 @@ def mcp(call, tool: str, arguments: dict, token: str = DEMO_TOKEN) -> dict:
 def put(stack, kb_id: str, documents: dict[str, tuple[str, DocumentAccess | None]]) -> None:
     ingestor = Ingestor(stack.repositories, clock=stack.clock)
     for source_key, (body, access) in documents.items():
-        ingestor.put(kb_id, source_key, None, body, rebuild_index=False, access=access)
-    ingestor.rebuild_index(kb_id)
+        ingestor.put(kb_id, source_key, None, body, access=access)
+    publish_rebuild(stack.repositories, kb_id)
 
 
 def test_read_refuses_at_once_when_access_is_lost_exactly_as_for_a_document_gone(call, demo):
@@ -222,9 +223,9 @@ def test_read_refuses_at_once_when_access_is_lost_exactly_as_for_a_document_gone
     assert set(hints) == {"Alpha", "Beta"}
     assert read(call, hints["Alpha"]).status == 200
     ingestor = Ingestor(demo.repositories, clock=demo.clock)
-    ingestor.put(DEMO_KB, "a.md", None, "# Alpha\n\nThe narwhal alpha page.\n", rebuild_index=False,
+    ingestor.put(DEMO_KB, "a.md", None, "# Alpha\n\nThe narwhal alpha page.\n",
                  access=DocumentAccess(allow=["role:member"], deny=["principal:demo-user"]))  # fmt: skip
-    ingestor.delete(DEMO_KB, "b.md", rebuild_index=False)
+    ingestor.delete(DEMO_KB, "b.md")
     lost, gone = read(call, hints["Alpha"]), read(call, hints["Beta"])  # the index not updated yet
     assert (lost.status, lost.json()) == (gone.status, gone.json())
     assert lost.status == 409 and lost.json()["error"] == "knowledge_changed"

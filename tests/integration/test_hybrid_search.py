@@ -10,11 +10,13 @@ import pytest
 from agent_knowledge.embedding.factory import configured_embedder
 from agent_knowledge.errors import EmbeddingFailed
 from agent_knowledge.index import writer as index_writer
+from agent_knowledge.index.publish import publish_rebuild
 from agent_knowledge.index.vector_generation import ModelMismatch, embed_unembedded, vector_files
 from agent_knowledge.index.vectors import VectorFile
 from agent_knowledge.ingest.ingestor import Ingestor
 from agent_knowledge.repositories.documents import document_id
 from agent_knowledge_dev.admin import create_knowledge_base
+from tests.support.knowledge import published
 from tests.support.pipeline import Pipeline, start_pipeline
 from tests.support.retrieval import scope_of, search
 
@@ -81,8 +83,8 @@ def ingestor(stack) -> Ingestor:
     create_knowledge_base(stack.repositories, "kb")
     ingestor = Ingestor(stack.repositories, clock=stack.clock)
     for source_key, (title, body) in {**DOCS, **FILLER}.items():
-        ingestor.put("kb", source_key, title, body, rebuild_index=False)
-    ingestor.rebuild_index("kb")
+        ingestor.put("kb", source_key, title, body)
+    publish_rebuild(stack.repositories, "kb")
     return ingestor
 
 
@@ -138,7 +140,10 @@ def test_dense_hits_of_a_replaced_revision_are_never_returned(stack, ingestor, e
 
     monkeypatch.setattr(layout, "MAX_UNEMBEDDED_SHARE", 1.0)  # fused even with a document waiting
     embed_unembedded(stack.repositories, "kb", embedder)
-    ingestor.put("kb", "password.md", "Gardening", "# Gardening\n\nWater tomatoes early in the morning.")
+    published(
+        stack.repositories,
+        ingestor.put("kb", "password.md", "Gardening", "# Gardening\n\nWater tomatoes early in the morning."),
+    )
     # The update is published lexically; its vectors are not there yet: the old revision's rows
     # still match the paraphrase, but a document waiting for vectors competes on its lexical
     # evidence only (and validation would drop the old rows).
@@ -180,7 +185,10 @@ def test_a_failing_query_embedding_answers_lexically(stack, ingestor, embedder):
 def test_another_model_is_refused_until_reindex_and_reindex_reuses_vectors(stack, ingestor, embedder):
     embed_unembedded(stack.repositories, "kb", embedder)
 
-    ingestor.put("kb", "new.md", "New", "# New\n\nA document the other model would have to embed.")
+    published(
+        stack.repositories,
+        ingestor.put("kb", "new.md", "New", "# New\n\nA document the other model would have to embed."),
+    )
     other = FailingEmbedder(embedder)
     other.model_id = "another-model"
     with pytest.raises(ModelMismatch):
@@ -189,7 +197,7 @@ def test_another_model_is_refused_until_reindex_and_reindex_reuses_vectors(stack
     embed_unembedded(stack.repositories, "kb", embedder)
     assert len(vector_files(manifest(stack))) == 2
     # A rebuild of the same model reuses every row (no embedding) and merges to one file.
-    ingestor.rebuild_index("kb")
+    publish_rebuild(stack.repositories, "kb")
     counting = CountingEmbedder(embedder)
     done = embed_unembedded(stack.repositories, "kb", counting)
     assert counting.texts == 0 and done.reused_chunks == CHUNKS + 1 and manifest(stack).unembedded == []
@@ -216,7 +224,10 @@ def test_vector_files_merge_without_embedding_again_and_drop_replaced_revisions(
     embed_unembedded(stack.repositories, "kb", embedder)  # file 1: the four documents
     counting = CountingEmbedder(embedder)
     for round_number in range(3):  # files 2, 3, then the three merged into one beside file 4
-        ingestor.put("kb", "bread.md", "Baking bread", DOCS["bread.md"][1] + f"\n\nVariation {round_number}.")
+        published(
+            stack.repositories,
+            ingestor.put("kb", "bread.md", "Baking bread", DOCS["bread.md"][1] + f"\n\nVariation {round_number}."),
+        )
         embed_unembedded(stack.repositories, "kb", counting)
     assert counting.texts == 3  # one new chunk per round: merging embeds nothing
     current = manifest(stack)
@@ -288,7 +299,9 @@ def test_kb_status_says_how_many_documents_wait_for_vectors(stack, ingestor, emb
     embed_unembedded(stack.repositories, "kb", embedder)
     done = kb_status(stack.repositories, "kb").vectors
     assert done is not None and (done.model, done.documents_waiting, done.covers_documents) == (space, 0, True)
-    ingestor.put("kb", "new.md", "New", "# New\n\nA fresh note about kites.")  # lexical first
+    published(
+        stack.repositories, ingestor.put("kb", "new.md", "New", "# New\n\nA fresh note about kites.")
+    )  # lexical first
     one_waiting = kb_status(stack.repositories, "kb").vectors
     assert one_waiting is not None and (one_waiting.model, one_waiting.documents_waiting) == (space, 1)
     # 1 of 65 documents is less than 2 %: fused, the waiting one competing on its words

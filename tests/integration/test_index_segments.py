@@ -17,6 +17,7 @@ from agent_knowledge.index.builder import stored_chunk
 from agent_knowledge.index.chunks import chunk_digest
 from agent_knowledge.index.layout import KEEP_GENERATIONS, prefix
 from agent_knowledge.index.local_files import LocalFiles
+from agent_knowledge.index.publish import publish_rebuild
 from agent_knowledge.index.query import retrieve
 from agent_knowledge.index.reader_cache import IndexCache, read_manifest, reset_local_state
 from agent_knowledge.index.rebuild import rebuild_kb_index
@@ -26,6 +27,7 @@ from agent_knowledge.index.writer import ORPHAN_GRACE_SECONDS, collect_garbage, 
 from agent_knowledge.ingest.ingestor import Ingestor
 from agent_knowledge.repositories.documents import document_id
 from agent_knowledge_dev.admin import create_knowledge_base
+from tests.support.knowledge import published
 from tests.support.retrieval import scope_of, search, search_titles
 
 WORDS = ["alpha", "bravo", "charlie", "delta", "echo", "foxtrot", "golf", "hotel", "配置", "模板", "并发", "锁"]
@@ -86,9 +88,9 @@ def test_incremental_updates_give_what_a_full_rebuild_of_the_final_state_gives(s
         for action, number, words, paragraphs in batch:
             source_key = f"doc{number}.md"
             if action == "put":
-                ingestor.put(kb_id, source_key, f"Doc {number}", _body(words, paragraphs), rebuild_index=False)
+                ingestor.put(kb_id, source_key, f"Doc {number}", _body(words, paragraphs))
             else:
-                ingestor.delete(kb_id, source_key, rebuild_index=False)
+                ingestor.delete(kb_id, source_key)
             changed.append(document_id(source_key))
         update_kb_index(stack.repositories, kb_id, changed)
     cache = IndexCache(LocalFiles(f"/tmp/ak-test-prop-{kb_id}"))
@@ -113,8 +115,8 @@ def test_incremental_updates_give_what_a_full_rebuild_of_the_final_state_gives(s
 
 def test_a_one_document_update_uploads_only_the_new_files(stack, ingestor, monkeypatch):
     for i in range(120):
-        ingestor.put("kb", f"d{i}.md", f"D{i}", _body([WORDS[i % 8], f"word{i}"], 3), rebuild_index=False)
-    ingestor.rebuild_index("kb")
+        ingestor.put("kb", f"d{i}.md", f"D{i}", _body([WORDS[i % 8], f"word{i}"], 3))
+    publish_rebuild(stack.repositories, "kb")
     base = newest_manifest(stack)
     bodies = stack.repositories.bodies
     original = bodies.put_file
@@ -127,7 +129,7 @@ def test_a_one_document_update_uploads_only_the_new_files(stack, ingestor, monke
 
     monkeypatch.setattr(bodies, "put_file", counting)
     before = stack.repositories.documents.get("kb", document_id("d7.md")).chunk_count
-    ingestor.put("kb", "d7.md", "D7", "A changed body about zulu.")
+    published(stack.repositories, ingestor.put("kb", "d7.md", "D7", "A changed body about zulu."))
     new = newest_manifest(stack)
     added = {name: entry for name, entry in new.files.items() if base.files.get(name) != entry}
     manifest_key = kb_record(stack).index_manifests[0]
@@ -146,7 +148,7 @@ def test_a_one_document_update_uploads_only_the_new_files(stack, ingestor, monke
 
 
 def test_an_update_that_changes_nothing_publishes_nothing(stack, ingestor):
-    ingestor.put("kb", "a.md", "A", "Alpha text.")
+    published(stack.repositories, ingestor.put("kb", "a.md", "A", "Alpha text."))
     generation = kb_record(stack).generation
     assert update_kb_index(stack.repositories, "kb", [document_id("a.md"), document_id("never.md")]) == generation
     assert update_kb_index(stack.repositories, "kb", []) == generation
@@ -154,8 +156,8 @@ def test_an_update_that_changes_nothing_publishes_nothing(stack, ingestor):
 
 def test_a_reader_that_missed_generations_downloads_only_what_it_lacks(stack, ingestor):
     for i in range(40):
-        ingestor.put("kb", f"d{i}.md", f"D{i}", _body([WORDS[i % 8]], 2), rebuild_index=False)
-    ingestor.rebuild_index("kb")
+        ingestor.put("kb", f"d{i}.md", f"D{i}", _body([WORDS[i % 8]], 2))
+    publish_rebuild(stack.repositories, "kb")
     reader = IndexCache(LocalFiles("/tmp/ak-test-reader"))
     try:
         first = kb_record(stack)
@@ -167,7 +169,7 @@ def test_a_reader_that_missed_generations_downloads_only_what_it_lacks(stack, in
             held.files[name].size for name in texts
         )
         for word in ("xray", "yankee", "zulu"):  # three generations the reader never sees
-            ingestor.put("kb", f"{word}.md", word.title(), f"About {word}.")
+            published(stack.repositories, ingestor.put("kb", f"{word}.md", word.title(), f"About {word}."))
         latest = kb_record(stack)
         assert latest.generation == first.generation + 3
         index = reader.get(stack.repositories.bodies, latest)
@@ -188,8 +190,8 @@ def test_a_search_reads_the_chunk_texts_of_what_it_shows_by_ranges_once(stack, i
     """Issue 36: the text files are not downloaded; the hints' texts come by ranged GETs of the text
     files only, are the hits' own chunks, and a second search of them reads nothing."""
     for i in range(40):  # distinct bodies (one hint per body)
-        ingestor.put("kb", f"d{i}.md", f"D{i}", _body([WORDS[i % 8], f"item{i}"], 2), rebuild_index=False)
-    ingestor.rebuild_index("kb")
+        ingestor.put("kb", f"d{i}.md", f"D{i}", _body([WORDS[i % 8], f"item{i}"], 2))
+    publish_rebuild(stack.repositories, "kb")
     bodies = stack.repositories.bodies
     ranges: list[tuple[str, int, int]] = []
     read_range = bodies.read_range
@@ -225,7 +227,7 @@ def test_a_search_reads_its_hints_texts_while_it_reads_their_records(stack, inge
     """Issue 36: the ranged GETs of the hints' text blocks overlap the records' round trip (the
     prefetch), and the texts are then served from what it read (no GET twice)."""
     for i in range(6):
-        ingestor.put("kb", f"d{i}.md", f"D{i}", _body(["golf", f"item{i}"], 2))
+        published(stack.repositories, ingestor.put("kb", f"d{i}.md", f"D{i}", _body(["golf", f"item{i}"], 2)))
     bodies, documents = stack.repositories.bodies, stack.repositories.documents
     ranges: list[tuple[str, int, int]] = []
     read_range = bodies.read_range
@@ -274,7 +276,9 @@ def test_an_unreadable_index_fails_only_its_source_and_the_next_update_repairs_i
 
     ingestor = Ingestor(stack.repositories, clock=stack.clock)
     create_knowledge_base(stack.repositories, "second")
-    ingestor.put("second", "oncall.md", "On-call receipts", "Receipts for on-call expenses.")
+    published(
+        stack.repositories, ingestor.put("second", "oncall.md", "On-call receipts", "Receipts for on-call expenses.")
+    )
     route = stack.repositories.routes.get("demo")
     from agent_knowledge.records import KnowledgeConfig, SourceConfig
 
@@ -290,15 +294,19 @@ def test_an_unreadable_index_fails_only_its_source_and_the_next_update_repairs_i
     assert result.status == 200 and result.json()["status"] == "partial"
     assert "On-call receipts" not in [hint["title"] for hint in result.json()["hints"]]
 
-    ingestor.put("second", "new.md", "New receipts", "More receipts.")  # the next update rebuilds
+    published(
+        stack.repositories, ingestor.put("second", "new.md", "New receipts", "More receipts.")
+    )  # the next update rebuilds
     titles = [hint["title"] for hint in call("search", event).json()["hints"]]
     assert call("search", event).json()["status"] == "ok" and "On-call receipts" in titles
 
 
 def _second_generation_store(stack, ingestor):
     """Two documents in two generations: the newest manifest and the store file of its new segment."""
-    ingestor.put("kb", "a.md", "Cats", "Cats sleep all day.")
-    ingestor.put("kb", "b.md", "Dogs", "Dogs bark at cats.")  # generation 2: a new segment
+    published(stack.repositories, ingestor.put("kb", "a.md", "Cats", "Cats sleep all day."))
+    published(
+        stack.repositories, ingestor.put("kb", "b.md", "Dogs", "Dogs bark at cats.")
+    )  # generation 2: a new segment
     base = read_manifest(stack.repositories.bodies, "kb", kb_record(stack).index_manifests[1])
     new = newest_manifest(stack)
     return new, next(n for n in new.files if n not in base.files and n.endswith(".store"))
@@ -322,7 +330,7 @@ def test_a_corrupt_newest_segment_falls_back_to_the_previous_generation(stack, i
 def test_a_manifest_of_another_schema_version_fails_the_source_and_the_next_update_rebuilds(
     stack, ingestor, monkeypatch
 ):
-    ingestor.put("kb", "a.md", "Cats", "Cats sleep all day.")
+    published(stack.repositories, ingestor.put("kb", "a.md", "Cats", "Cats sleep all day."))
     import agent_knowledge.index.layout as layout
     import agent_knowledge.index.writer as index_writer
 
@@ -331,13 +339,13 @@ def test_a_manifest_of_another_schema_version_fails_the_source_and_the_next_upda
     reset_local_state()
     manifests.clear()
     assert search(stack, ["kb"], "cats").failed_kb_ids == ["kb"]
-    ingestor.put("kb", "b.md", "Dogs", "Dogs bark.")
+    published(stack.repositories, ingestor.put("kb", "b.md", "Dogs", "Dogs bark."))
     assert newest_manifest(stack).kind == "rebuild"
     assert search_titles(stack, ["kb"], "cats") == ["Cats"]
 
 
 def test_a_writer_that_loses_the_race_applies_its_change_on_the_winners_generation(stack, ingestor, monkeypatch):
-    ingestor.put("kb", "a.md", "A", "Alpha.")
+    published(stack.repositories, ingestor.put("kb", "a.md", "A", "Alpha."))
     kbs = stack.repositories.knowledge_bases
     original = kbs.publish_index
     calls: list[bool] = []
@@ -347,16 +355,16 @@ def test_a_writer_that_loses_the_race_applies_its_change_on_the_winners_generati
             calls.append(True)
             # Another container stores and publishes b.md between our read of g and our publish.
             other = Ingestor(stack.repositories, clock=stack.clock)
-            other.put("kb", "b.md", "B", "Bravo.", rebuild_index=False)
+            other.put("kb", "b.md", "B", "Bravo.")
             monkeypatch.setattr(kbs, "publish_index", original)
             update_kb_index(stack.repositories, "kb", [document_id("b.md")])
             monkeypatch.setattr(kbs, "publish_index", raced)
-        published = original(kb_id, expected, kept)
-        calls.append(published)
-        return published
+        won = original(kb_id, expected, kept)
+        calls.append(won)
+        return won
 
     monkeypatch.setattr(kbs, "publish_index", raced)
-    ingestor.put("kb", "c.md", "C", "Charlie.")
+    published(stack.repositories, ingestor.put("kb", "c.md", "C", "Charlie."))
     assert calls == [True, False, True] and kb_record(stack).generation == 3
     assert [search_titles(stack, ["kb"], word) for word in ("alpha", "bravo", "charlie")] == [["A"], ["B"], ["C"]]
 
@@ -373,7 +381,11 @@ def test_concurrent_updaters_lose_no_change(stack, ingestor, monkeypatch):
     monkeypatch.setattr(kbs, "publish_index", atomic)
     words = [f"keyword{i:02d}" for i in range(10)]
     with ThreadPoolExecutor(max_workers=5) as pool:
-        list(pool.map(lambda w: ingestor.put("kb", f"{w}.md", f"Doc {w}", f"About {w}."), words))
+        list(
+            pool.map(
+                lambda w: published(stack.repositories, ingestor.put("kb", f"{w}.md", f"Doc {w}", f"About {w}.")), words
+            )
+        )
     for word in words:
         assert search_titles(stack, ["kb"], word) == [f"Doc {word}"]
     assert newest_manifest(stack).documents == len(words)
@@ -381,9 +393,9 @@ def test_concurrent_updaters_lose_no_change(stack, ingestor, monkeypatch):
 
 def test_nothing_unreferenced_stays_beyond_the_kept_generations(stack, ingestor):
     for i in range(12):  # enough small segments for the merge policy to merge some
-        ingestor.put("kb", f"d{i}.md", f"D{i}", f"Body number{i}.")
-    ingestor.rebuild_index("kb")
-    ingestor.put("kb", "d3.md", "D3", "Changed.")
+        published(stack.repositories, ingestor.put("kb", f"d{i}.md", f"D{i}", f"Body number{i}."))
+    publish_rebuild(stack.repositories, "kb")
+    published(stack.repositories, ingestor.put("kb", "d3.md", "D3", "Changed."))
     kept = kb_record(stack).index_manifests
     assert len(kept) == KEEP_GENERATIONS
     referenced = set(kept)
@@ -412,8 +424,8 @@ def test_one_document_updates_upload_only_their_segment_and_compaction_publishes
     # A tiny budget: every merge of this small KB is compaction's, so the first one shows up early.
     monkeypatch.setattr(merge_policy, "UPDATE_MERGE_MAX_BYTES", 1)
     for i in range(4):
-        ingestor.put("kb", f"base{i}.md", f"Base {i}", _body(["alpha", f"base{i}"], 2), rebuild_index=False)
-    ingestor.rebuild_index("kb")
+        ingestor.put("kb", f"base{i}.md", f"Base {i}", _body(["alpha", f"base{i}"], 2))
+    publish_rebuild(stack.repositories, "kb")
     bodies = stack.repositories.bodies
     original = bodies.put_file
     uploads: list[str] = []
@@ -427,12 +439,12 @@ def test_one_document_updates_upload_only_their_segment_and_compaction_publishes
     for i in range(merge_policy.FAN_IN + 1):
         before = kb_record(stack).generation
         uploads.clear()
-        ingestor.put("kb", f"new{i}.md", f"New {i}", _body(["bravo", f"new{i}"], 1))
-        published = kb_record(stack).index_manifests[: kb_record(stack).generation - before]
-        kinds.append([read_manifest(bodies, "kb", key).kind for key in reversed(published)])
+        published(stack.repositories, ingestor.put("kb", f"new{i}.md", f"New {i}", _body(["bravo", f"new{i}"], 1)))
+        new_keys = kb_record(stack).index_manifests[: kb_record(stack).generation - before]
+        kinds.append([read_manifest(bodies, "kb", key).kind for key in reversed(new_keys)])
         # An update uploads its own segment's files and its manifest, never a merged segment (what
         # a compaction uploads comes after the update's manifest).
-        update_manifest = read_manifest(bodies, "kb", published[-1])
+        update_manifest = read_manifest(bodies, "kb", new_keys[-1])
         own = uploads[: next(n for n, key in enumerate(uploads) if "/manifests/" in key)]
         assert len({key.split("/files/")[1].split(".")[1] for key in own}) == 1
         assert update_manifest.kind == "update"
@@ -448,7 +460,9 @@ def test_one_document_updates_upload_only_their_segment_and_compaction_publishes
 
 def test_an_update_shows_tantivy_only_the_segments_holding_the_changed_document(stack, ingestor, monkeypatch):
     for i in range(6):
-        ingestor.put("kb", f"d{i}.md", f"D{i}", _body(["alpha", f"word{i}"], 2))  # six segments
+        published(
+            stack.repositories, ingestor.put("kb", f"d{i}.md", f"D{i}", _body(["alpha", f"word{i}"], 2))
+        )  # six segments
     passes: list[int] = []
     original = SegmentEditor._pass
 
@@ -457,7 +471,7 @@ def test_an_update_shows_tantivy_only_the_segments_holding_the_changed_document(
         return original(self, segment_ids, work)
 
     monkeypatch.setattr(SegmentEditor, "_pass", counting)
-    ingestor.put("kb", "d3.md", "D3", "A changed body about zulu.")
+    published(stack.repositories, ingestor.put("kb", "d3.md", "D3", "A changed body about zulu."))
     assert passes == [1]  # one commit, showing the one segment that held d3
     assert search_titles(stack, ["kb"], "zulu") == ["D3"] and search_titles(stack, ["kb"], "word3") == []
 

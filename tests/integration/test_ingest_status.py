@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from agent_knowledge.errors import DocumentRejected
+from agent_knowledge.index.publish import publish_rebuild
 from agent_knowledge.ingest.ingestor import Ingestor
 from agent_knowledge.ingest.status import DocumentListing, document_listing, iso_utc, kb_status
 from agent_knowledge_dev.admin import create_knowledge_base
@@ -15,8 +16,8 @@ def kb(stack):
     create_knowledge_base(stack.repositories, "kb")
     ingestor = Ingestor(stack.repositories, clock=stack.clock)
     for name in ("ready", "pending", "failed", "deleted", "gone"):
-        ingestor.put("kb", f"{name}.md", name.title(), f"Text about {name}.", rebuild_index=False)
-    ingestor.rebuild_index("kb")
+        ingestor.put("kb", f"{name}.md", name.title(), f"Text about {name}.")
+    publish_rebuild(stack.repositories, "kb")
     documents = stack.repositories.documents
     records = {record.source_key: record for record in documents.list("kb")}
     now = stack.clock()

@@ -13,12 +13,14 @@ from typing import Any
 
 import pytest
 
+from agent_knowledge.index.publish import publish_rebuild
 from agent_knowledge.ingest.ingestor import Ingestor
 from agent_knowledge.records import DocumentAccess
 from agent_knowledge.runtime.container import reset_container_caches
 from agent_knowledge_dev import admin
 from agent_knowledge_dev.demo import DEMO_CLIENT, DEMO_KB, DEMO_ROUTE, DEMO_TOKEN, FOREIGN_ROUTE
 from agent_knowledge_dev.handlers import load_event, with_changes
+from tests.support.knowledge import published
 from tests.support.oauth import IssuerServer, claims_of, hmac_signed, issuer_server, public_pem, unsigned
 
 METADATA = "/.well-known/oauth-protected-resource/agent-api/v1/workspaces/{route}/mcp"
@@ -67,7 +69,10 @@ def metadata_event(route: str = DEMO_ROUTE) -> dict[str, Any]:
 
 def test_a_valid_token_searches_and_reads_through_mcp_and_the_plain_routes(call, demo, oauth):
     ingestor = Ingestor(demo.repositories, clock=demo.clock)
-    ingestor.put(DEMO_KB, "vacation.md", None, "# Vacation\n\nVacation days are requested in the portal.\n")
+    published(
+        demo.repositories,
+        ingestor.put(DEMO_KB, "vacation.md", None, "# Vacation\n\nVacation days are requested in the portal.\n"),
+    )
     token = mint(oauth, demo)
     found = mcp_search(call, token)
     assert found.status == 200, found.body
@@ -84,11 +89,11 @@ def test_a_valid_token_searches_and_reads_through_mcp_and_the_plain_routes(call,
 
 def test_the_tokens_roles_and_tenant_feed_the_document_access_rules(call, demo, oauth):
     ingestor = Ingestor(demo.repositories, clock=demo.clock)
-    ingestor.put(DEMO_KB, "board.md", None, "# Board quokka\n\nThe quokka board minutes.\n", rebuild_index=False,
+    ingestor.put(DEMO_KB, "board.md", None, "# Board quokka\n\nThe quokka board minutes.\n",
                  access=DocumentAccess(allow=["role:board"]))  # fmt: skip
-    ingestor.put(DEMO_KB, "acme.md", None, "# Acme quokka\n\nThe quokka plans of acme.\n", rebuild_index=False,
+    ingestor.put(DEMO_KB, "acme.md", None, "# Acme quokka\n\nThe quokka plans of acme.\n",
                  access=DocumentAccess(allow=["tenant:acme"], deny=["principal:mallory"]))  # fmt: skip
-    ingestor.rebuild_index(DEMO_KB)
+    publish_rebuild(demo.repositories, DEMO_KB)
 
     def titles(token: str) -> set[str]:
         result = mcp_search(call, token, "quokka")

@@ -125,7 +125,7 @@ def _indexer(stack):
 def _pending_put(stack, kb_id: str, key: str, text: str) -> None:
     from agent_knowledge.ingest.ingestor import Ingestor
 
-    Ingestor(stack.repositories, clock=stack.clock).put(kb_id, key, None, text, rebuild_index=False)
+    Ingestor(stack.repositories, clock=stack.clock).put(kb_id, key, None, text)
 
 
 def test_a_malformed_index_message_fails_alone_and_its_batch_is_indexed(stack, pipeline):

@@ -5,12 +5,13 @@ from __future__ import annotations
 import pytest
 
 from agent_knowledge import wire
+from agent_knowledge.index.update import update_kb_index
 from agent_knowledge.records import AgentClientSettings
 from agent_knowledge.repositories.documents import document_id
 from agent_knowledge_dev import admin
 from agent_knowledge_dev.demo import DEMO_CLIENT, DEMO_KB, DEMO_ROUTE, DEMO_TOKEN
 from agent_knowledge_dev.handlers import load_event, with_changes
-from tests.support.knowledge import bearer, create_run, new_session, put_documents
+from tests.support.knowledge import bearer, create_run, new_session, published, put_documents
 
 LONG_BODY = "# Travel guide\n\n" + "".join(
     f'Paragraph {n}: travel tips with "quotes", back\\slashes and 中文字符 😀.\n\n' for n in range(3000)
@@ -274,20 +275,24 @@ def _ingestor(library):
 def test_document_updated_mid_chain_is_changed_never_a_newer_body(call, library):
     ref = search_ref(call, "travel tips")
     cursor = _first_cursor(call, ref)
-    _ingestor(library).put(DEMO_KB, "travel.md", "Travel guide", (LONG_BODY + "new").encode())
+    published(
+        library.repositories, _ingestor(library).put(DEMO_KB, "travel.md", "Travel guide", (LONG_BODY + "new").encode())
+    )
     assert error(read(call, {"ref": ref, "cursor": cursor})) == (409, "knowledge_changed")
     assert error(read(call, {"ref": ref})) == (409, "knowledge_changed")
 
 
 def test_title_change_alone_is_changed(call, library):
     ref = search_ref(call, "receipt")
-    _ingestor(library).put(DEMO_KB, "expenses.md", "Expenses (2027)", SHORT_BODY.encode())
+    published(
+        library.repositories, _ingestor(library).put(DEMO_KB, "expenses.md", "Expenses (2027)", SHORT_BODY.encode())
+    )
     assert error(read(call, {"ref": ref})) == (409, "knowledge_changed")
 
 
 def test_document_deleted_is_changed(call, library):
     ref = search_ref(call, "receipt")
-    _ingestor(library).delete(DEMO_KB, "expenses.md")
+    update_kb_index(library.repositories, DEMO_KB, _ingestor(library).delete(DEMO_KB, "expenses.md"))
     assert error(read(call, {"ref": ref})) == (409, "knowledge_changed")
 
 

@@ -30,6 +30,7 @@ from agent_knowledge_dev.admin import create_knowledge_base
 from agent_knowledge_dev.handlers import load_event, load_function
 from agent_knowledge_dev.lambda_context import LambdaContext
 from agent_knowledge_dev.runtime import reset_caches
+from tests.support.knowledge import published
 from tests.support.pipeline import Pipeline, create_disabled_knowledge_base, start_pipeline
 from tests.support.retrieval import search, search_titles
 
@@ -119,7 +120,10 @@ def test_a_document_whose_object_was_deleted_with_the_event_lost_is_removed(stac
 def test_documents_stored_directly_are_not_the_buckets_to_delete(stack, pipeline):
     from agent_knowledge.ingest.ingestor import Ingestor
 
-    Ingestor(stack.repositories).put("kb", "seeded.md", None, "# Seeded\n\nStored without an object.")
+    published(
+        stack.repositories,
+        Ingestor(stack.repositories).put("kb", "seeded.md", None, "# Seeded\n\nStored without an object."),
+    )
     report = reconcile_kb(deps_at(LATER), "kb")
     assert (report.objects, report.documents, report.requeued) == (0, 1, 0)
     # Such documents count as objects of their own (the demo seed, a stack without a bucket).

@@ -5,10 +5,12 @@ from __future__ import annotations
 import pytest
 
 from agent_knowledge.errors import KnowledgeUnavailable
+from agent_knowledge.index.publish import publish_rebuild
 from agent_knowledge.index.reader_cache import index_cache
 from agent_knowledge.ingest.ingestor import Ingestor
 from agent_knowledge.records import SourceConfig
 from agent_knowledge_dev.admin import create_knowledge_base
+from tests.support.knowledge import published
 from tests.support.retrieval import search, search_titles
 
 DOCS = {
@@ -26,8 +28,8 @@ def ingestor(stack) -> Ingestor:
         create_knowledge_base(stack.repositories, kb_id)
     ingestor = Ingestor(stack.repositories, clock=stack.clock)
     for source_key, (title, body) in DOCS.items():
-        ingestor.put("kb", source_key, title, body, rebuild_index=False)
-    ingestor.rebuild_index("kb")
+        ingestor.put("kb", source_key, title, body)
+    publish_rebuild(stack.repositories, "kb")
     return ingestor
 
 
@@ -73,8 +75,8 @@ def test_terms_found_nowhere_give_no_hits(stack, ingestor):
 
 def test_results_are_distinct_documents_limited_to_max_docs(stack, ingestor):
     long_body = "\n\n".join(f"## Part {i}\n\n" + "Zebra stripes pattern. " * 40 for i in range(6))
-    ingestor.put("kb", "zebra.md", "Zebras", long_body)
-    ingestor.put("kb", "zebra2.md", "More zebras", "A zebra is striped.")
+    published(stack.repositories, ingestor.put("kb", "zebra.md", "Zebras", long_body))
+    published(stack.repositories, ingestor.put("kb", "zebra2.md", "More zebras", "A zebra is striped."))
     result = search(stack, ["kb"], "zebra stripes", max_docs=3)
     assert [hit.document.title for hit in result.documents] == ["Zebras", "More zebras"]
     assert search_titles(stack, ["kb"], "zebra stripes", max_docs=1) == ["Zebras"]
@@ -89,23 +91,23 @@ def test_min_score_and_top_k_apply_per_source_and_route(stack, ingestor):
 
 
 def test_an_update_without_rebuild_drops_the_stale_hit(stack, ingestor):
-    ingestor.put("kb", "cats.md", "Cats", "Cats now hunt at night.", rebuild_index=False)
+    ingestor.put("kb", "cats.md", "Cats", "Cats now hunt at night.")
     result = search(stack, ["kb"], "sleep")
     assert result.documents == [] and result.stale_hits_dropped == 1
-    ingestor.rebuild_index("kb")
+    publish_rebuild(stack.repositories, "kb")
     result = search(stack, ["kb"], "cats hunt")
     assert [hit.chunk_text for hit in result.documents] == ["Cats now hunt at night."]
     assert result.stale_hits_dropped == 0
 
 
 def test_a_delete_without_rebuild_drops_the_stale_hit(stack, ingestor):
-    ingestor.delete("kb", "cats.md", rebuild_index=False)
+    ingestor.delete("kb", "cats.md")
     result = search(stack, ["kb"], "cats")
     assert result.documents == [] and result.stale_hits_dropped == 1
 
 
 def test_a_disabled_kb_is_excluded(stack, ingestor):
-    ingestor.put("other", "dogs.md", "Dogs", "Dogs bark at cats.")
+    published(stack.repositories, ingestor.put("other", "dogs.md", "Dogs", "Dogs bark at cats."))
     assert sorted(search_titles(stack, ["kb", "other"], "cats")) == ["Cats", "Dogs"]
     stack.repositories.knowledge_bases.set_enabled("other", False)
     result = search(stack, ["kb", "other"], "cats")
@@ -114,20 +116,20 @@ def test_a_disabled_kb_is_excluded(stack, ingestor):
 
 
 def test_a_hit_from_a_kb_outside_the_scope_is_never_returned(stack, ingestor):
-    ingestor.put("other", "dogs.md", "Dogs", "Dogs bark at cats.")
+    published(stack.repositories, ingestor.put("other", "dogs.md", "Dogs", "Dogs bark at cats."))
     assert search_titles(stack, ["kb"], "dogs bark") == ["Cats"]
 
 
 def test_kbs_outside_the_scope_do_not_change_scores(stack, ingestor):
     before = search(stack, ["kb"], "cats sleep").documents[0].score
     for i in range(20):
-        ingestor.put("other", f"c{i}.md", f"C{i}", "cats " * (i + 1), rebuild_index=False)
-    ingestor.rebuild_index("other")
+        ingestor.put("other", f"c{i}.md", f"C{i}", "cats " * (i + 1))
+    publish_rebuild(stack.repositories, "other")
     assert search(stack, ["kb"], "cats sleep").documents[0].score == before
 
 
 def test_a_failing_source_is_reported_failed_not_empty(stack, ingestor, monkeypatch):
-    ingestor.put("other", "dogs.md", "Dogs", "Dogs bark at cats.")
+    published(stack.repositories, ingestor.put("other", "dogs.md", "Dogs", "Dogs bark at cats."))
     index_cache.clear()  # a cold container: the index must be loaded from storage
     bodies = stack.repositories.bodies
     original = bodies.read
@@ -158,7 +160,7 @@ def test_a_kb_without_an_index_answers_with_no_hits(stack, ingestor):
 
 
 def test_a_missing_manifest_falls_back_to_the_previous_generation(stack, ingestor):
-    ingestor.put("kb", "new.md", "New", "Fresh cats.")  # generation 2
+    published(stack.repositories, ingestor.put("kb", "new.md", "New", "Fresh cats."))  # generation 2
     newest, previous = stack.repositories.knowledge_bases.get("kb").index_manifests[:2]
     stack.repositories.bodies.delete(newest)  # generation 2's manifest is lost: readers use 1
     index_cache.clear()
@@ -177,7 +179,7 @@ def test_the_index_is_reused_until_the_generation_changes(stack, ingestor, monke
     monkeypatch.setattr(stack.repositories.bodies, "read", lambda key: reads.append(key) or original(key))
     search(stack, ["kb"], "cats")
     assert reads == []
-    ingestor.put("kb", "new.md", "New", "Fresh cats.")  # updates the index: generation 2
+    published(stack.repositories, ingestor.put("kb", "new.md", "New", "Fresh cats."))  # updates the index: generation 2
     reads.clear()
     assert "New" in search_titles(stack, ["kb"], "fresh cats")
     assert reads == [stack.repositories.knowledge_bases.get("kb").index_manifests[0]]

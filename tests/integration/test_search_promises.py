@@ -19,7 +19,7 @@ from agent_knowledge.records import KnowledgeConfig, SourceConfig
 from agent_knowledge_dev import admin
 from agent_knowledge_dev.demo import DEMO_KB, DEMO_ROUTE
 from agent_knowledge_dev.handlers import load_event, with_changes
-from tests.support.knowledge import put_documents
+from tests.support.knowledge import published, put_documents
 
 DOCUMENTS = {
     "ops/backup.md": (
@@ -114,7 +114,10 @@ def test_the_route_and_source_min_score_apply_to_the_score_that_is_returned(call
 
 def test_a_new_document_is_first_for_its_unique_word_while_its_vectors_are_pending(call, hybrid):
     ingestor = Ingestor(hybrid.repositories, clock=hybrid.clock)
-    ingestor.put(DEMO_KB, "ops/fresh.md", "Fresh note", "# Fresh note\n\nThe flurbotron rollout starts on Monday.")
+    published(
+        hybrid.repositories,
+        ingestor.put(DEMO_KB, "ops/fresh.md", "Fresh note", "# Fresh note\n\nThe flurbotron rollout starts on Monday."),
+    )
     kb = hybrid.repositories.knowledge_bases.get(DEMO_KB)
     from agent_knowledge.index import writer
 

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from agent_knowledge.index.update import update_kb_index
 from agent_knowledge.ingest.binary_formats import DOCX, PDF
 from agent_knowledge.ingest.ingestor import Ingestor
 from agent_knowledge.ingest.status import document_listing, kb_status
@@ -20,7 +21,7 @@ from agent_knowledge.repositories.documents import document_id, section_id
 from agent_knowledge_dev.admin import create_knowledge_base
 from agent_knowledge_dev.demo import DEMO_KB, DEMO_TOKEN
 from agent_knowledge_dev.handlers import load_event, with_changes
-from tests.support.knowledge import bearer
+from tests.support.knowledge import bearer, published
 from tests.support.office_documents import docx, pdf
 from tests.support.pipeline import Pipeline, start_pipeline
 from tests.support.retrieval import search_titles
@@ -75,7 +76,7 @@ def read(call, ref: str) -> dict:
 
 def test_a_hit_on_page_300_of_a_500_page_pdf_is_read_from_its_section(call, demo, long_pdf):
     ingestor = Ingestor(demo.repositories, clock=demo.clock)
-    result = ingestor.put(DEMO_KB, "manuals/stdlib.pdf", None, long_pdf, media_type=PDF)
+    result = published(demo.repositories, ingestor.put(DEMO_KB, "manuals/stdlib.pdf", None, long_pdf, media_type=PDF))
     source = result.document
     assert source.status == "ready" and source.section_count > 10 and source.chunk_count == 0
     hints = search(call, PHRASE)["hints"]
@@ -188,8 +189,10 @@ def test_docx_and_html_sources_are_cut_at_their_headings(stack, pipeline):
 def test_the_admin_delete_removes_the_sections_with_their_source(stack):
     create_knowledge_base(stack.repositories, "kb")
     ingestor = Ingestor(stack.repositories, clock=stack.clock)
-    ingestor.put("kb", "handbook.md", None, chapters(4, "egret"))
+    published(stack.repositories, ingestor.put("kb", "handbook.md", None, chapters(4, "egret")))
     assert search_titles(stack, ["kb"], "egret3", embedder=None)[0] == "Handbook — Chapter 3"
-    assert ingestor.delete("kb", "handbook.md")
+    deleted = ingestor.delete("kb", "handbook.md")
+    assert deleted
+    update_kb_index(stack.repositories, "kb", deleted)
     assert list(stack.repositories.documents.list("kb")) == []
     assert search_titles(stack, ["kb"], "egret3", embedder=None) == []

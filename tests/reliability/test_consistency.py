@@ -20,6 +20,7 @@ from agent_knowledge_dev.admin import create_knowledge_base
 from agent_knowledge_dev.demo import DEMO_KB
 from agent_knowledge_dev.handlers import load_event, with_changes
 from tests.reliability.slow import long_run
+from tests.support.knowledge import published
 from tests.support.retrieval import search_titles
 
 # One handler call at a time in this process: Powertools' Metrics is one object per process and a
@@ -43,7 +44,7 @@ def call_serialized(call, function: str, body: dict):
 def run_readers_against_a_writer(call, demo, versions: int, readers: int) -> Counter:
     ingestor = Ingestor(demo.repositories, clock=demo.clock)
     bodies: dict[str, str] = {}
-    first = ingestor.put(DEMO_KB, "policy.md", "Policy", body_of(0)).document
+    first = published(demo.repositories, ingestor.put(DEMO_KB, "policy.md", "Policy", body_of(0))).document
     bodies[first.revision] = body_of(0)
     stop = threading.Event()
     pages: list[tuple[str, int, str]] = []  # (revision, byte offset, content) of every 200 page
@@ -59,7 +60,9 @@ def run_readers_against_a_writer(call, demo, versions: int, readers: int) -> Cou
                 with page_served:
                     served = outcomes["read 200"]
                     page_served.wait_for(lambda served=served: outcomes["read 200"] > served, timeout=10)
-                document = ingestor.put(DEMO_KB, "policy.md", "Policy", body_of(version)).document
+                document = published(
+                    demo.repositories, ingestor.put(DEMO_KB, "policy.md", "Policy", body_of(version))
+                ).document
                 with lock:
                     bodies[document.revision] = body_of(version)
         finally:
@@ -126,10 +129,14 @@ def concurrent_ingest(stack, documents: int, workers: int) -> None:
     words = [f"zebra{i:04d}" for i in range(documents)]
 
     def put(word: str) -> str:
-        return ingestor.put("kb", f"{word}.md", f"Doc {word}", f"This document is about {word}.").outcome
+        return published(
+            stack.repositories, ingestor.put("kb", f"{word}.md", f"Doc {word}", f"This document is about {word}.")
+        ).outcome
 
     def overwrite(version: int) -> str:
-        return ingestor.put("kb", "shared.md", "Shared", f"Shared document, version {version}.").outcome
+        return published(
+            stack.repositories, ingestor.put("kb", "shared.md", "Shared", f"Shared document, version {version}.")
+        ).outcome
 
     with ThreadPoolExecutor(max_workers=workers) as pool:
         outcomes = list(pool.map(put, words)) + list(pool.map(overwrite, range(workers)))
@@ -160,14 +167,14 @@ def test_an_update_between_the_record_check_and_the_body_read_is_409_not_503(cal
     """The race the concurrent test found: the update deletes the old revision's body after the
     read validated the old record. The answer is "changed, search again", not "unavailable"."""
     ingestor = Ingestor(demo.repositories, clock=demo.clock)
-    ingestor.put(DEMO_KB, "policy.md", "Policy", body_of(0))
+    published(demo.repositories, ingestor.put(DEMO_KB, "policy.md", "Policy", body_of(0)))
     ref = call_serialized(call, "search", {"query": "travel receipt policy"}).json()["hints"][0]["ref"]
     bodies = demo.repositories.bodies
     original = bodies.read_range
 
     def updated_meanwhile(*args, **kwargs):
         monkeypatch.setattr(bodies, "read_range", original)
-        ingestor.put(DEMO_KB, "policy.md", "Policy", body_of(1))
+        published(demo.repositories, ingestor.put(DEMO_KB, "policy.md", "Policy", body_of(1)))
         return original(*args, **kwargs)
 
     monkeypatch.setattr(bodies, "read_range", updated_meanwhile)

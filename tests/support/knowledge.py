@@ -1,4 +1,4 @@
-"""Test helpers: put documents into a KB, issue sessions, create runs and tasks."""
+"""Test helpers: put documents into a KB and publish them, issue sessions, create runs and tasks."""
 
 from __future__ import annotations
 
@@ -6,6 +6,7 @@ from typing import Any
 
 import pytest
 
+from agent_knowledge.ingest.ingestor import IngestResult
 from agent_knowledge.records import Principal, RunRecord, TaskRecord
 from agent_knowledge.repositories.bundle import Repositories
 from agent_knowledge_dev import admin
@@ -13,13 +14,28 @@ from agent_knowledge_dev.demo import DEMO_CLIENT, DEMO_KB, DEMO_ROUTE
 
 
 def put_documents(repositories: Repositories, kb_id: str, documents: dict[str, tuple[str, str]], now: float) -> None:
-    """documents: source_key → (title, markdown body); the index is rebuilt once at the end."""
+    """documents: source_key → (title, markdown body); the indexer publishes one rebuild at the end."""
+    from agent_knowledge.index.publish import publish_rebuild
+    from agent_knowledge.index.recent_chunks import RecentChunks
     from agent_knowledge.ingest.ingestor import Ingestor
 
-    ingestor = Ingestor(repositories, clock=lambda: now)
+    recent = RecentChunks()
+    ingestor = Ingestor(repositories, clock=lambda: now, recent_chunks=recent)
     for source_key, (title, body) in documents.items():
-        ingestor.put(kb_id, source_key, title, body.encode("utf-8"), rebuild_index=False)
-    ingestor.rebuild_index(kb_id)
+        ingestor.put(kb_id, source_key, title, body.encode("utf-8"))
+    publish_rebuild(repositories, kb_id, known=recent)
+
+
+def published(repositories: Repositories, result: IngestResult) -> IngestResult:
+    """What the pipeline's indexer does after a put, done now: publish the change `result` marked
+    pending (nothing if it marked none); `result` with its record as published (mark cleared)."""
+    from agent_knowledge.index.publish import publish_pending
+
+    if result.document.index_pending_since is None:
+        return result
+    kb_id, doc_id = result.document.kb_id, result.document.doc_id
+    publish_pending(repositories, kb_id, result.doc_ids)
+    return IngestResult(result.outcome, repositories.documents.get(kb_id, doc_id) or result.document, result.sections)
 
 
 def library_fixture(documents: dict[str, tuple[str, str]]) -> Any:

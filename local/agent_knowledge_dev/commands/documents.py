@@ -442,6 +442,7 @@ def _before(deadline: float, work: Callable[[], _T]) -> _T:
 def _store_file_directly(
     session: _Session, source_key: str, content: bytes | str, media_type: str, title: str | None, access: Any = None
 ) -> int:
+    from agent_knowledge.index.publish import publish_pending
     from agent_knowledge.ingest.ingestor import Ingestor
 
     ingestor = Ingestor(session.repositories)
@@ -449,6 +450,8 @@ def _store_file_directly(
         existing = ingestor.document(session.kb_id, source_key)
         access = existing.access if existing is not None else None
     result = ingestor.put(session.kb_id, source_key, title, content, media_type=media_type, access=access)
+    if result.document.index_pending_since is not None:  # no indexer without the pipeline: publish now
+        publish_pending(session.repositories, session.kb_id, result.doc_ids)
     print_json(
         {
             "outcome": result.outcome,
@@ -632,7 +635,6 @@ def _put_directory(arguments: argparse.Namespace) -> int:
 
 
 def _store_folder_directly(arguments: argparse.Namespace, session: _Session, root: Path) -> int:
-    from agent_knowledge.ingest.ingestor import Ingestor
     from agent_knowledge_dev.bulk import discover, ingest_directory
 
     if arguments.prune or arguments.charset:
@@ -640,7 +642,7 @@ def _store_folder_directly(arguments: argparse.Namespace, session: _Session, roo
         raise CliError(f"{option} with --dir needs the stack's sources bucket (deploy the current template)")
     started = time.perf_counter()
     ignored = [ignored.as_dict() for ignored in discover(root).ignored]
-    stored = ingest_directory(Ingestor(session.repositories), session.kb_id, root, workers=arguments.workers)
+    stored = ingest_directory(session.repositories, session.kb_id, root, workers=arguments.workers)
     for failure in stored.failures:
         note(f"failed: {failure['source_key']}: {failure['error']}")
     result = {
@@ -762,10 +764,9 @@ def _delete(arguments: argparse.Namespace) -> int:
 def _delete_stored_document(session: _Session, source_key: str) -> None:
     from agent_knowledge.index.update import update_kb_index
     from agent_knowledge.ingest.ingestor import Ingestor
-    from agent_knowledge.repositories.documents import document_id
 
-    Ingestor(session.repositories).delete(session.kb_id, source_key, rebuild_index=False)
-    update_kb_index(session.repositories, session.kb_id, [document_id(source_key)])
+    deleted = Ingestor(session.repositories).delete(session.kb_id, source_key)
+    update_kb_index(session.repositories, session.kb_id, deleted)  # their chunks leave the index now
 
 
 def _kb_arguments(parser: argparse.ArgumentParser) -> None:

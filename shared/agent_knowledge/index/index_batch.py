@@ -67,7 +67,8 @@ def index_batch(deps: PipelineDependencies, records: list[dict[str, Any]]) -> di
 
 
 def _index_kb(deps: PipelineDependencies, kb_id: str, doc_ids: list[str]) -> None:
-    from agent_knowledge.index.update import update_kb_index  # tantivy: only the indexer loads it
+    # Looked up when the batch runs, so a test can replace the update (tests/integration/test_pipeline.py).
+    from agent_knowledge.index.update import update_kb_index
 
     try:
         published = publish_pending(deps.repositories, kb_id, doc_ids, update_kb_index)

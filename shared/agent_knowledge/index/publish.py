@@ -4,7 +4,11 @@ Every write of a document record marks it `index_pending_since`; a change is sea
 generation that includes it is published and the mark is cleared. The marks are read *before*
 the index is updated and cleared conditionally on the record being unchanged, so a change that
 lands while the index is being built keeps its mark and is taken by the next pass. If the
-update fails, the marks stay: a retry (the indexer's queue, or a repeated `put`) re-indexes.
+update fails, the marks stay: a retry (the indexer's queue, or a repeated `doc put`) re-indexes.
+
+This is the one place generations of pending changes are published: the indexer function calls
+it per queue batch (`index_batch`); the CLI, bulk loads, benchmarks and tests call it directly
+when they need a change searchable now. The ingestor only stores documents and marks them.
 """
 
 from __future__ import annotations
@@ -13,6 +17,9 @@ from collections.abc import Callable, Collection, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
+from agent_knowledge.index.rebuild import rebuild_kb_index
+from agent_knowledge.index.recent_chunks import RecentChunks
+from agent_knowledge.index.update import update_kb_index
 from agent_knowledge.records import DocumentRecord
 from agent_knowledge.repositories.bundle import Repositories
 
@@ -51,7 +58,7 @@ def clear_marks(repositories: Repositories, records: list[DocumentRecord]) -> in
 
 
 def publish_pending(
-    repositories: Repositories, kb_id: str, doc_ids: Iterable[str], update_index: UpdateIndex
+    repositories: Repositories, kb_id: str, doc_ids: Iterable[str], update_index: UpdateIndex = update_kb_index
 ) -> IndexPass | None:
     """One generation for everything pending in the KB; None if nothing is pending (a duplicate
     message, or a pass that already took these changes)."""
@@ -62,3 +69,13 @@ def publish_pending(
     cleared = clear_marks(repositories, marked)
     oldest = min(record.index_pending_since for record in marked if record.index_pending_since is not None)
     return IndexPass(kb_id, generation, len(marked), cleared, oldest)
+
+
+def publish_rebuild(repositories: Repositories, kb_id: str, known: RecentChunks | None = None) -> int:
+    """Rebuild the KB's index in full and publish it; returns the new generation. Every change
+    pending before the rebuild is in it, so their marks are cleared. `known`: chunk texts the caller
+    just stored (a bulk load), so their bodies are not read back."""
+    marked = marked_records(repositories, kb_id)
+    generation = rebuild_kb_index(repositories, kb_id, known=known)
+    clear_marks(repositories, marked)
+    return generation

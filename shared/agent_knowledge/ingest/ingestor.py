@@ -1,4 +1,4 @@
-"""Put, delete and list a knowledge base's documents; publish their changes to the index.
+"""Put, delete and list a knowledge base's documents; mark their changes pending for the indexer.
 
 A put validates and prepares everything first (`content.prepare_document`), so bad input changes
 nothing stored. Then the body goes to S3 under a key unique to this write, and the metadata
@@ -6,8 +6,9 @@ record switches to it with a conditional write on the exact version it replaces 
 `write_id`), so two writers of one document never overwrite each other blindly, and a body is
 only ever deleted by the write that replaced it. Removing a replaced body is best effort (an
 orphan costs storage, never correctness). Every change marks the record pending until a
-published index generation includes it (`index/publish.py`); a retried put of unchanged content
-re-indexes if that never happened, and re-uploads the body if it is missing.
+published index generation includes it; publishing is the indexer's alone (`index/publish.py`,
+which the indexer function, the CLI and bulk loads call), never the ingestor's. A retried put of
+unchanged content keeps a mark that was never cleared, and re-uploads the body if it is missing.
 
 Changes that come from the sources bucket carry the S3 event's sequencer (`SourceVersion`): an
 event older than the one that last set the record is `stale` and changes nothing, and a delete
@@ -22,7 +23,6 @@ from dataclasses import dataclass
 from typing import Literal
 
 from agent_knowledge.errors import DocumentRejected, KnowledgeBaseMissing, KnowledgeError, KnowledgeUnavailable
-from agent_knowledge.index.publish import clear_marks, marked_records, publish_pending
 from agent_knowledge.index.recent_chunks import RecentChunks
 from agent_knowledge.ingest.content import (
     MAX_BODY_BYTES,
@@ -194,12 +194,15 @@ class _HadSections(Exception):
 
 
 class Ingestor:
-    def __init__(self, repositories: Repositories, clock: Clock = system_clock) -> None:
+    def __init__(
+        self, repositories: Repositories, clock: Clock = system_clock, recent_chunks: RecentChunks | None = None
+    ) -> None:
         self._repositories = repositories
         self._clock = clock
-        # Chunk texts of documents this ingestor just stored: a rebuild after a bulk load then
-        # need not read every body back from S3.
-        self._recent = RecentChunks()
+        # Where to remember the chunk texts of the documents stored (None: nowhere): a bulk load
+        # hands them to its rebuild (`index/publish.py` `publish_rebuild`), which then need not
+        # read every body back from S3.
+        self._recent = recent_chunks
         self._known_kbs: dict[str, KnowledgeBaseRecord] = {}
 
     def knowledge_base(self, kb_id: str) -> KnowledgeBaseRecord:
@@ -222,12 +225,11 @@ class Ingestor:
         content: bytes | str,
         *,
         media_type: str = "text/markdown",
-        rebuild_index: bool = True,
         source: SourceVersion | None = None,
         access: DocumentAccess | None = None,
         access_etag: str | None = None,
     ) -> IngestResult:
-        """Store the document; with `rebuild_index`, publish its change to the index before returning.
+        """Store the document and mark its change (`IngestResult.doc_ids`) pending for the indexer.
         `access`: its sidecar's access list (None: none, the KB's default) and that object's ETag."""
         if not source_key:
             raise DocumentRejected("source key must not be empty")
@@ -242,12 +244,6 @@ class Ingestor:
                 pass  # the source shrank: its sections go first
         if result is None:
             result = self._store_sections(kb_id, source_key, prepared, source, access, access_etag)
-        if rebuild_index and result.document.index_pending_since is not None:
-            from agent_knowledge.index.update import update_kb_index  # tantivy: index paths only
-
-            publish_pending(self._repositories, kb_id, list(result.doc_ids), update_kb_index)
-            current = self._repositories.documents.get(kb_id, result.document.doc_id)
-            result = IngestResult(result.outcome, current or result.document, result.sections)
         return result
 
     def _store_sections(
@@ -383,7 +379,7 @@ class Ingestor:
             if existing is not None:
                 # Readers holding the old record get "changed, search again" rather than old text.
                 self._discard(existing.body_key)
-            self._recent.remember(ready, [chunk.text for chunk in prepared.chunks])
+            self._remember(ready, prepared)
             created = existing is None or existing.status == "deleted"
             return IngestResult("created" if created else "updated", ready)
         raise KnowledgeUnavailable("the document is being changed concurrently; try again")
@@ -415,8 +411,12 @@ class Ingestor:
             self._discard(key)
             return None
         logger.warning("missing body stored again", extra={"kb_id": existing.kb_id, "doc_id": existing.doc_id})
-        self._recent.remember(repaired, [chunk.text for chunk in prepared.chunks])
+        self._remember(repaired, prepared)
         return IngestResult("updated", repaired)
+
+    def _remember(self, record: DocumentRecord, prepared: PreparedDocument) -> None:
+        if self._recent is not None:
+            self._recent.remember(record, [chunk.text for chunk in prepared.chunks])
 
     def fail(
         self,
@@ -503,38 +503,25 @@ class Ingestor:
                 return IngestResult("deleted" if status == "deleted" else "failed", record)
         raise KnowledgeUnavailable("the document is being changed concurrently; try again")
 
-    def delete(self, kb_id: str, source_key: str, *, rebuild_index: bool = True) -> bool:
+    def delete(self, kb_id: str, source_key: str) -> tuple[str, ...]:
         """Delete the document's record and body now (the admin path; the sources bucket path
-        leaves a tombstone instead, see `remove`)."""
+        leaves a tombstone instead, see `remove`). Returns the documents deleted (its sections and
+        itself), whose chunks the caller has the indexer remove (no record is left to carry a
+        pending mark); empty if there was no such document."""
         self.knowledge_base(kb_id)
         doc_id = document_id(source_key)
         existing = self._repositories.documents.get(kb_id, doc_id)
         if existing is None or existing.status == "deleted":
-            return False
+            return ()
         doc_ids = [section_id(source_key, n) for n in range(1, existing.section_count + 1)] + [doc_id]
         for section in doc_ids[:-1]:  # its sections first: a retry still finds them by its count
             stored = self._repositories.documents.get(kb_id, section)
             if stored is not None and self._repositories.documents.delete(kb_id, section):
                 self._discard(stored.body_key)
-        deleted = self._repositories.documents.delete(kb_id, doc_id)
+        self._repositories.documents.delete(kb_id, doc_id)
         self._discard(existing.body_key)
-        if rebuild_index:  # an incremental update: only these documents' chunks leave the index
-            from agent_knowledge.index.update import update_kb_index  # tantivy: index paths only
-
-            update_kb_index(self._repositories, kb_id, doc_ids, known=self._recent)
-        return deleted
+        return tuple(doc_ids)
 
     def list(self, kb_id: str) -> list[DocumentRecord]:
         self.knowledge_base(kb_id)
         return [record for record in self._repositories.documents.list(kb_id) if record.status != "deleted"]
-
-    def rebuild_index(self, kb_id: str) -> int:
-        """Build and upload the KB's index from its ready documents; returns the new generation.
-        Every change pending before the rebuild is in it, so their marks are cleared."""
-        self.knowledge_base(kb_id)
-        marked = marked_records(self._repositories, kb_id)
-        from agent_knowledge.index.rebuild import rebuild_kb_index  # tantivy: index paths only
-
-        generation = rebuild_kb_index(self._repositories, kb_id, known=self._recent)
-        clear_marks(self._repositories, marked)
-        return generation

@@ -298,7 +298,6 @@ class SourceIngest:
                 title_from_metadata(found.metadata),
                 content,
                 media_type=media_type,
-                rebuild_index=False,
                 source=source,
                 access=access,
                 access_etag=access_etag,
