@@ -10,14 +10,13 @@ from __future__ import annotations
 
 from agent_knowledge.identity.caller import valid_route_name
 from agent_knowledge.identity.oauth import METADATA_PREFIX, configured_oauth, resource_metadata
-from agent_knowledge.identity.run_access import authorize_run
-from agent_knowledge.knowledge.read import read_ahead, read_knowledge
-from agent_knowledge.knowledge.search import search_ahead, search_knowledge
+from agent_knowledge.knowledge.read import read_knowledge
+from agent_knowledge.knowledge.search import search_knowledge
 from agent_knowledge.mcp.origins import configured_origins
 from agent_knowledge.mcp.stateless_server import StatelessServer, Tool, method_not_allowed, register_mcp_error_handlers
 from agent_knowledge.mcp.tool_catalog import READ, SEARCH
-from agent_knowledge.models import ParsedBody, ReadRequest, ReadResponse, SearchRequest, SearchResponse
-from agent_knowledge.runtime.entry_point import ApiRequest, api_entry_point, current_request
+from agent_knowledge.models import ReadRequest, ReadResponse, SearchRequest, SearchResponse
+from agent_knowledge.runtime.entry_point import api_entry_point, current_request
 from agent_knowledge.runtime.http import Response, create_app, error_response, json_response
 
 PATH = "/agent-api/v1/workspaces/<route>/mcp"
@@ -27,35 +26,22 @@ app = create_app()
 register_mcp_error_handlers(app)
 
 
-def knowledge_search(request: ApiRequest, route: str, body: ParsedBody[SearchRequest]) -> SearchResponse:
-    """What functions/search/app.py does, the tool's arguments being the request body (parsed by the
-    search route's own rules: `stateless_server.as_route_body`)."""
-    ahead = search_ahead(body)
-    workspace = request.open_workspace(route, run_id=ahead.run_id, after_session=ahead.embed_query)
-    query = ahead.body.get()
-    deps = request.deps
-    run = authorize_run(deps.repositories, workspace, query.run_id, deps.clock())
-    return search_knowledge(deps, workspace, query.query, query.limit, run, ahead).response
-
-
-def knowledge_read(request: ApiRequest, route: str, body: ParsedBody[ReadRequest]) -> ReadResponse:
-    """What functions/read/app.py does, the tool's arguments being the request body (parsed by the
-    read route's own rules)."""
-    ahead = read_ahead(request.deps, body)
-    workspace = request.open_workspace(
-        route, run_id=ahead.run_id, document=ahead.document_key, after_session=ahead.fetch_body
-    )
-    return read_knowledge(request.deps, workspace, ahead)
-
-
 @app.post(PATH)
 def mcp(route: str) -> Response:
     request = current_request(app)
+    deps, authorization = request.deps, request.authorization
+    # The routes' own operations, the tool's arguments being the request body (parsed by the
+    # route's rules: `stateless_server.as_route_body`).
     server = StatelessServer(
         route,
         [
-            Tool(SEARCH, SearchRequest, SearchResponse, lambda body: knowledge_search(request, route, body)),
-            Tool(READ, ReadRequest, ReadResponse, lambda body: knowledge_read(request, route, body)),
+            Tool(
+                SEARCH,
+                SearchRequest,
+                SearchResponse,
+                lambda body: search_knowledge(deps, authorization, route, body).response,
+            ),
+            Tool(READ, ReadRequest, ReadResponse, lambda body: read_knowledge(deps, authorization, route, body)),
         ],
         allowed_origins=configured_origins(),
     )

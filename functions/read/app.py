@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from agent_knowledge.knowledge.read import read_ahead, read_knowledge
+from agent_knowledge.knowledge.read import read_knowledge
 from agent_knowledge.models import ReadRequest
 from agent_knowledge.runtime.entry_point import api_entry_point, current_request
 from agent_knowledge.runtime.http import Response, create_app, json_response, parse_body_later
@@ -14,11 +14,7 @@ app = create_app()
 def read(route: str) -> Response:
     request = current_request(app)
     body = parse_body_later(request.event, ReadRequest)
-    ahead = read_ahead(request.deps, body)
-    workspace = request.open_workspace(
-        route, run_id=ahead.run_id, document=ahead.document_key, after_session=ahead.fetch_body
-    )
-    return json_response(200, read_knowledge(request.deps, workspace, ahead))
+    return json_response(200, read_knowledge(request.deps, request.authorization, route, body))
 
 
 lambda_handler = api_entry_point(app, request_metric="ReadRequests", clients=("dynamodb", "s3", "secretsmanager"))

@@ -327,16 +327,17 @@ def test_task_required_session_needs_a_task_run(call, library):
 
 
 def test_server_preparation_may_search_under_a_preparing_run(library):
-    from agent_knowledge.identity.caller import open_workspace
+    from agent_knowledge.identity.caller import Prefetch, open_workspace
     from agent_knowledge.identity.run_access import authorize_run
-    from agent_knowledge.knowledge.search import search_knowledge
+    from agent_knowledge.knowledge.search import search_workspace
 
     session_id, token = new_session(library.repositories, library.clock())
     create_run(library.repositories, session_id, library.clock(), run_id="run_prep", state="preparing")
     deps = library.dependencies()
-    workspace = open_workspace(library.repositories, bearer(token), DEMO_ROUTE, library.clock(), run_id="run_prep")
+    prefetch = Prefetch(run_id="run_prep")
+    workspace = open_workspace(library.repositories, bearer(token), DEMO_ROUTE, library.clock(), prefetch)
     run = authorize_run(library.repositories, workspace, "run_prep", library.clock(), allow_preparing=True)
-    outcome = search_knowledge(deps, workspace, "vacation", 3, run)
+    outcome = search_workspace(deps, workspace, "vacation", 3, run)
     assert outcome.response.run_id == "run_prep" and outcome.response.hints
     assert len(wire.dumps(outcome.response).encode("utf-8")) <= 4096
 

@@ -19,7 +19,6 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TypedDict
 
 from agent_knowledge.errors import RunNotFound, Unauthorized, WorkspaceNotFound
 from agent_knowledge.identity.audience import admits
@@ -153,13 +152,20 @@ class Workspace:
     document: DocumentRecord | None = None  # the document a read's reference names (not yet checked)
 
 
-class ReadAlongside(TypedDict, total=False):
-    """What a route reads in the same round trips as the caller's identity (`open_workspace`)."""
+@dataclass(frozen=True)
+class Prefetch:
+    """What a route reads in the same round trips as the caller's identity (`open_workspace`): the
+    run and the task its request names, the document a read's reference names; and what it starts
+    once the session is known valid, before the second round trip (`after_session`: a search's
+    query embedding, a read's body fetch)."""
 
-    run_id: str | None
-    task_id: str | None
-    document: tuple[str, str] | None
-    after_session: Callable[[SessionRecord, DocumentRecord | None], None] | None
+    run_id: str | None = None
+    task_id: str | None = None
+    document: tuple[str, str] | None = None
+    after_session: Callable[[SessionRecord, DocumentRecord | None], None] | None = None
+
+
+NO_PREFETCH = Prefetch()
 
 
 def open_workspace(
@@ -167,20 +173,17 @@ def open_workspace(
     authorization: str | None,
     route: str,
     now: float,
-    *,
-    run_id: str | None = None,
-    task_id: str | None = None,
-    document: tuple[str, str] | None = None,
-    after_session: Callable[[SessionRecord, DocumentRecord | None], None] | None = None,
+    prefetch: Prefetch = NO_PREFETCH,
 ) -> Workspace:
     """Revalidate the caller (docs/DESIGN.md §2) and read the route's scope (§3) in two round trips.
 
     1. {session by token hash, route, the run, the task, the document} — none depends on another;
     2. {the session's client, the route's knowledge bases, the run's task} — they need round 1.
     The checks run in the protocol's order on the fresh records, so the same check fails as if the
-    records had been read one by one; only when they are read changed. `after_session` runs once
-    the session is known valid, before round 2 (a read starts its body fetch there).
+    records had been read one by one; only when they are read changed. `prefetch.after_session`
+    runs once the session is known valid, before round 2 (a read starts its body fetch there).
     """
+    run_id, task_id, document = prefetch.run_id, prefetch.task_id, prefetch.document
     token = bearer_token(authorization)
     identity = token_identity(token, now)
     route_lookup = repositories.routes.lookup(route) if valid_route_name(route) else None
@@ -200,8 +203,8 @@ def open_workspace(
         check_token_client(identity, token_client, route)
         session = identity.session(route)
     session = check_session(session, now)
-    if after_session is not None:
-        after_session(session, document_record)
+    if prefetch.after_session is not None:
+        prefetch.after_session(session, document_record)
 
     config = route_record.knowledge if route_record is not None else KnowledgeConfig()
     kb_ids = source_kb_ids(config)

@@ -6,7 +6,8 @@ identity and run (400) → scope revision (409 scope changed) → document recor
 (409 knowledge changed) and the document's current access for the caller (lost access: the same
 409 as a document gone, `identity/document_access`). Storage failures anywhere are 503.
 
-Round trips (issue 16): the reference is opened first, so the document record joins the identity's
+`read_knowledge` is the operation (the read route and the MCP tool) and owns that order. Round
+trips (issue 16): the reference is opened first, so the document record joins the identity's
 first batch; the ranged body GET (a key per write, never overwritten; `IfMatch` on the ETag recorded at
 ingest, SHA-256 as bound) starts beside the second batch and is used only once every check passed.
 """
@@ -25,7 +26,7 @@ from agent_knowledge.errors import (
     ReferenceInvalid,
     ScopeChanged,
 )
-from agent_knowledge.identity.caller import Caller, Workspace
+from agent_knowledge.identity.caller import Caller, Prefetch, Workspace, open_workspace
 from agent_knowledge.identity.document_access import visible
 from agent_knowledge.identity.run_access import authorize_run
 from agent_knowledge.knowledge.body_window import BodyWindow, read_body_window
@@ -111,8 +112,8 @@ class _Tokens:
 class ReadAhead:
     """What a read does before the caller's identity is read: its tokens opened (an error is kept
     and raised later, in the protocol's order), so that the document the reference names joins the
-    identity's first round trip (`document_key`) and its body fetch starts beside the second
-    (`fetch_body`, called by `open_workspace` once the session is valid)."""
+    identity's first round trip and its body fetch starts beside the second (`fetch_body`, run by
+    `open_workspace` once the session is valid): its `prefetch`."""
 
     deps: Dependencies
     body: ParsedBody[ReadRequest]
@@ -120,13 +121,13 @@ class ReadAhead:
     fetches: list[Future[BodyWindow]]
 
     @property
-    def run_id(self) -> str | None:
-        return self.body.model.run_id if self.body.model else None
-
-    @property
-    def document_key(self) -> tuple[str, str] | None:
+    def prefetch(self) -> Prefetch:
         reference = self.tokens.reference
-        return (reference.kb_id, reference.doc_id) if reference else None
+        return Prefetch(
+            run_id=self.body.model.run_id if self.body.model else None,
+            document=(reference.kb_id, reference.doc_id) if reference else None,
+            after_session=self.fetch_body,
+        )
 
     def fetch_body(self, session: SessionRecord, document: DocumentRecord | None) -> None:
         """Start the body read if the record read with the session is what the reference names;
@@ -184,13 +185,22 @@ def _window(
         raise KnowledgeChanged() from None
 
 
-def read_knowledge(deps: Dependencies, workspace: Workspace, ahead: ReadAhead) -> ReadResponse:
-    """One page, for the workspace opened with `ahead`'s run, document and body fetch
-    (`open_workspace(run_id=ahead.run_id, document=ahead.document_key, after_session=ahead.fetch_body)`)."""
-    caller = workspace.caller
-    request = ahead.body.get()
+def read_knowledge(
+    deps: Dependencies, authorization: str | None, route: str, body: ParsedBody[ReadRequest]
+) -> ReadResponse:
+    """One page, its steps in the protocol's order (the module's docstring): the tokens opened, the
+    caller revalidated with the run and the document read alongside (the body parsed before, its
+    error kept: 401/404 come before 400), the body's error, the run's access, then the page."""
+    ahead = read_ahead(deps, body)
+    workspace = open_workspace(deps.repositories, authorization, route, deps.clock(), ahead.prefetch)
+    request = body.get()
     authorize_run(deps.repositories, workspace, request.run_id, deps.clock())
+    return _read_page(deps, workspace, request, ahead)
 
+
+def _read_page(deps: Dependencies, workspace: Workspace, request: ReadRequest, ahead: ReadAhead) -> ReadResponse:
+    """The reference's checks and the page, for the workspace opened with `ahead.prefetch`."""
+    caller = workspace.caller
     reference, cursor = ahead.tokens.get()
     fetches = ahead.fetches
     codec = deps.token_codec()

@@ -1,7 +1,8 @@
 """Knowledge search: bounded, signed hints for the caller's current scope.
 
-The public endpoint calls `search_knowledge` after `authorize_run` refused preparing runs;
-server-side turn preparation calls it with a `preparing` run it just created.
+`search_knowledge` is the operation (the search route and the MCP tool): it owns the order of the
+steps, and its `authorize_run` refuses preparing runs. Server-side turn preparation calls
+`search_workspace` with a `preparing` run it just created.
 """
 
 from __future__ import annotations
@@ -9,7 +10,8 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 
-from agent_knowledge.identity.caller import Workspace
+from agent_knowledge.identity.caller import Prefetch, Workspace, open_workspace
+from agent_knowledge.identity.run_access import authorize_run
 from agent_knowledge.index.query import query_vector_for, retrieve
 from agent_knowledge.index.query_vector import QueryVector
 from agent_knowledge.knowledge.hints import fit_hints, hint_drafts, search_status
@@ -29,7 +31,7 @@ class SearchOutcome:
 @dataclass
 class SearchAhead:
     """What a search starts while the caller's identity is read: the query's embedding. Once the
-    session is known valid (`embed_query`, called by `open_workspace` before its second round trip)
+    session is known valid (`embed_query`, run by `open_workspace` before its second round trip)
     a remote provider's call (Bedrock) starts, so it overlaps the scope read and the index loads
     and the search stays at 3 sequential round trips (docs/DESIGN.md §8). Never before the session
     check: a request without a valid session costs no model call."""
@@ -38,8 +40,9 @@ class SearchAhead:
     query_vector: QueryVector | None = None
 
     @property
-    def run_id(self) -> str | None:
-        return self.body.model.run_id if self.body.model else None
+    def prefetch(self) -> Prefetch:
+        """The run the body names, read with the identity; the embedding started once the session is valid."""
+        return Prefetch(run_id=self.body.model.run_id if self.body.model else None, after_session=self.embed_query)
 
     def embed_query(self, session: SessionRecord, document: DocumentRecord | None) -> None:
         if self.body.model is not None and self.query_vector is None:
@@ -47,12 +50,20 @@ class SearchAhead:
             self.query_vector.start_remote()
 
 
-def search_ahead(body: ParsedBody[SearchRequest]) -> SearchAhead:
-    """A search's request before the identity is read (see `SearchAhead`)."""
-    return SearchAhead(body)
-
-
 def search_knowledge(
+    deps: Dependencies, authorization: str | None, route: str, body: ParsedBody[SearchRequest]
+) -> SearchOutcome:
+    """One search, its steps in the protocol's order (docs/DESIGN.md §2, §4, §8): the caller
+    revalidated with the run the body names read alongside (the body parsed before, its error
+    kept: 401/404 come before 400), the body's error, the run's access, then the search."""
+    ahead = SearchAhead(body)
+    workspace = open_workspace(deps.repositories, authorization, route, deps.clock(), ahead.prefetch)
+    request = body.get()
+    run = authorize_run(deps.repositories, workspace, request.run_id, deps.clock())
+    return search_workspace(deps, workspace, request.query, request.limit, run, ahead)
+
+
+def search_workspace(
     deps: Dependencies,
     workspace: Workspace,
     query: str,
@@ -60,6 +71,7 @@ def search_knowledge(
     run: RunRecord | None,
     ahead: SearchAhead | None = None,
 ) -> SearchOutcome:
+    """The search itself, in a workspace already opened and under a run already authorized."""
     started = time.perf_counter()
     caller, scope = workspace.caller, workspace.scope
     run_id = run.run_id if run else None

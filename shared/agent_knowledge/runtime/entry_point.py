@@ -1,18 +1,18 @@
 """What each API function's `app.py` shares: its Lambda entry point and the request a route sees.
 
-A function's module is then only its route: parse the body, call the domain, answer
-(docs/DESIGN.md §7).
+A function's module is then only its route: parse the body, call the operation with the
+`Authorization` header, answer (docs/DESIGN.md §7).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Unpack
+from typing import Any
 
 from aws_lambda_powertools.event_handler.api_gateway import APIGatewayHttpResolver
 from aws_lambda_powertools.logging import correlation_paths
 
-from agent_knowledge.identity.caller import ReadAlongside, Workspace, open_run, open_workspace
+from agent_knowledge.identity.caller import Workspace, open_run, open_workspace
 from agent_knowledge.records import RunRecord
 from agent_knowledge.runtime import snapstart
 from agent_knowledge.runtime.container import Dependencies, create_clients_at_init, default_dependencies
@@ -29,10 +29,12 @@ class ApiRequest:
     def authorization(self) -> str | None:
         return header(self.event, "authorization")
 
-    def open_workspace(self, route: str, **alongside: Unpack[ReadAlongside]) -> Workspace:
-        """The caller revalidated and the route's scope read, now (`identity.caller.open_workspace`):
-        the one way a route handler learns who is calling; domain functions take the result."""
-        return open_workspace(self.deps.repositories, self.authorization, route, self.deps.clock(), **alongside)
+    def open_workspace(self, route: str) -> Workspace:
+        """The caller revalidated and the route's scope read, now (`identity.caller.open_workspace`),
+        for the routes that read nothing alongside (capabilities, MCP messages other than a tool
+        call); the operations with a body open it themselves (`knowledge.search.search_knowledge`,
+        `knowledge.read.read_knowledge`, `turns.start.start_turn`)."""
+        return open_workspace(self.deps.repositories, self.authorization, route, self.deps.clock())
 
     def open_run(self, run_id: str) -> RunRecord:
         """The caller revalidated against the run's route, and the run, if the caller owns it

@@ -23,7 +23,7 @@ from agent_knowledge.identity.scope import Scope
 from agent_knowledge.index.query import RetrievedDocument, retrieve
 from agent_knowledge.knowledge.body_window import read_body_window
 from agent_knowledge.knowledge.hints import issue_reference, score_of, search_status
-from agent_knowledge.knowledge.search import search_knowledge
+from agent_knowledge.knowledge.search import search_workspace
 from agent_knowledge.limits import QUERY_MAX_CHARS, SEARCH_MAX_BYTES, SEARCH_MAX_RESULTS
 from agent_knowledge.models import SearchStatus
 from agent_knowledge.records import RunRecord
@@ -110,7 +110,7 @@ def on_demand_delivery(
     deps: Dependencies, workspace: Workspace, run: RunRecord, query: str
 ) -> KnowledgeDeliveryContext:
     scope = workspace.scope
-    outcome = search_knowledge(deps, workspace, query, SEARCH_MAX_RESULTS, run)
+    outcome = search_workspace(deps, workspace, query, SEARCH_MAX_RESULTS, run)
     delivery = KnowledgeDeliveryContext(
         mode="on_demand",
         knowledge_scope_revision=scope.revision,

@@ -14,6 +14,9 @@ Idempotency rests on DynamoDB conditional writes in the runs table (see docs/tur
 
 A new turn makes 1–3 in one transaction and the two final writes of 3 in another; a cancelled
 transaction writes nothing, and the request then takes the steps above one by one.
+
+`start_turn` is the operation: the caller revalidated with the bound task read alongside, the
+body's error, the task binding's check (`identity/run_access`), then the steps above.
 """
 
 from __future__ import annotations
@@ -27,16 +30,17 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 
 from agent_knowledge import wire
-from agent_knowledge.errors import KnowledgeUnavailable, RunNotReady, TaskNotActive, TurnConflict
-from agent_knowledge.identity.caller import Caller, Workspace
-from agent_knowledge.identity.run_access import ensure_task_usable
+from agent_knowledge.errors import KnowledgeUnavailable, RunNotReady, TurnConflict
+from agent_knowledge.identity.caller import Caller, Prefetch, Workspace, open_workspace
+from agent_knowledge.identity.run_access import authorize_task_binding
 from agent_knowledge.identity.scope import canonical_json
+from agent_knowledge.models import ParsedBody
 from agent_knowledge.records import RunRecord
 from agent_knowledge.repositories.turn_store import TurnClaim
 from agent_knowledge.runtime.container import Dependencies
 from agent_knowledge.runtime.observability import logger, metrics
 from agent_knowledge.turns.context import prepare_context
-from agent_knowledge.turns.payloads import TaskBinding, TurnRequest
+from agent_knowledge.turns.payloads import TurnRequest
 
 # A preparer that has not finished within this time is presumed gone; a replay may take over.
 LEASE_SECONDS = 30
@@ -76,33 +80,42 @@ def request_hash(request: TurnRequest) -> str:
     return hashlib.sha256(canonical_json(request.model_dump(mode="json"))).hexdigest()
 
 
-def bound_task_id(deps: Dependencies, workspace: Workspace, binding: TaskBinding | None, now: float) -> str | None:
-    """The managed task this turn's run is bound to, after checking the binding against the task
-    read with the identity (`open_workspace(task_id=...)`)."""
-    caller = workspace.caller
-    if binding is None:
-        if caller.session.task_required:
-            raise TaskNotActive("this session's turns must be bound to its managed task")
-        return None
-    task = ensure_task_usable(deps.repositories, workspace.task, binding.task_id, caller.session_id, now)
-    if not hmac.compare_digest(task.scope_hash, binding.scope_hash):
-        raise TaskNotActive("the task binding does not match the managed task")
-    return task.task_id
-
-
 def start_turn(
+    deps: Dependencies, authorization: str | None, route: str, body: ParsedBody[TurnRequest], run_ttl_seconds: int
+) -> TurnOutcome:
+    """Start a turn, its steps in the protocol's order: the caller revalidated with the task the
+    binding names read alongside (the body parsed before, its error kept: 401/404 come before
+    400), the body's error, the binding's check — on replays too: a paused task or a revoked
+    member stops the turn either way — then the turn's claims (the module's docstring)."""
+    binding = body.model.task_binding if body.model else None
+    prefetch = Prefetch(task_id=binding.task_id if binding else None)
+    workspace = open_workspace(deps.repositories, authorization, route, deps.clock(), prefetch)
+    request = body.get()
+    now = deps.clock()
+    task_id = authorize_task_binding(
+        deps.repositories,
+        workspace,
+        binding.task_id if binding else None,
+        binding.scope_hash if binding else None,
+        now,
+    )
+    outcome = _claim_turn(deps, workspace, request, task_id, now, run_ttl_seconds)
+    logger.info("turn context delivered", extra={"run_id": outcome.run_id, "replayed": outcome.replayed})
+    return outcome
+
+
+def _claim_turn(
     deps: Dependencies,
     workspace: Workspace,
     request: TurnRequest,
+    task_id: str | None,
+    now: float,
     run_ttl_seconds: int,
     sleep: Callable[[float], None] = time.sleep,
 ) -> TurnOutcome:
-    """`workspace`: the caller, the scope and the bound task, read with the identity (`open_workspace`)."""
+    """The claims, then the preparation or the replay, for a caller and task binding checked just now."""
     repositories = deps.repositories
     caller = workspace.caller
-    now = deps.clock()
-    # Checked on replays too: a paused task or a revoked member stops the turn either way.
-    task_id = bound_task_id(deps, workspace, request.task_binding, now)
     key = turn_key(caller, request)
     fingerprint = request_hash(request)
     expires_at = int(now) + run_ttl_seconds
