@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
+from agent_knowledge.core.observability import logger
 from agent_knowledge.runtime.entry_point import api_entry_point, current_request
 from agent_knowledge.runtime.http import JSON, Response, create_app, parse_body_later
-from agent_knowledge.runtime.observability import logger
-from agent_knowledge.settings import get_settings
 from agent_knowledge.turns.payloads import TURN_MAX_BODY_BYTES, TurnRequest
 from agent_knowledge.turns.start import start_turn
 
@@ -19,7 +18,7 @@ def turns(route: str) -> Response:
     binding = body.model.task_binding if body.model else None
     task_id = binding.task_id if binding else None
     workspace = request.open_workspace(route, task_id=task_id)
-    outcome = start_turn(request.deps, workspace, body.get(), get_settings().run_ttl_seconds)
+    outcome = start_turn(request.deps, workspace, body.get(), request.deps.settings.run_ttl_seconds)
     logger.info("turn context delivered", extra={"run_id": outcome.run_id, "replayed": outcome.replayed})
     # The stored bytes as they are: a replay answers exactly what the first request got.
     return Response(status_code=200, content_type=JSON, body=outcome.body)

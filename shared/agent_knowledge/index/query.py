@@ -17,6 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Literal, Protocol
 
+from agent_knowledge.core.observability import logger
 from agent_knowledge.embedding.base import Embedder
 from agent_knowledge.errors import KnowledgeError, RerankFailed
 from agent_knowledge.identity.document_access import Viewer, visible
@@ -30,7 +31,6 @@ from agent_knowledge.index.reader_cache import IndexCache, IndexObjects, ServedI
 from agent_knowledge.knowledge.rerank import RERANK_CANDIDATES, Reranker
 from agent_knowledge.records import DocumentRecord, KnowledgeConfig
 from agent_knowledge.repositories.bodies import BodyMissing
-from agent_knowledge.runtime.observability import logger
 
 
 class DocumentRecords(Protocol):
