@@ -313,7 +313,6 @@ def ingest_directory(
             on_result(source, outcome or "failed", error)
     summary.index_generation = ingestor.rebuild_index(kb_id)
     from agent_knowledge.index.vector_backlog import request_embedding_after_rebuild
-    from agent_knowledge.settings import get_settings
 
-    request_embedding_after_rebuild(get_settings(), kb_id, summary.index_generation)  # vectors follow (hybrid search)
+    request_embedding_after_rebuild(kb_id, summary.index_generation)  # vectors follow (hybrid search)
     return summary

@@ -864,9 +864,8 @@ def _kb_reindex(arguments: argparse.Namespace) -> int:
     started = time.perf_counter()
     generation = rebuild_kb_index(repositories, arguments.kb_id)
     from agent_knowledge.index.vector_backlog import request_embedding_after_rebuild
-    from agent_knowledge.settings import get_settings
 
-    request_embedding_after_rebuild(get_settings(), arguments.kb_id, generation)  # the indexer embeds it again
+    request_embedding_after_rebuild(arguments.kb_id, generation)  # the indexer embeds it again
     print_json(
         {"kb_id": arguments.kb_id, "index_generation": generation, "seconds": round(time.perf_counter() - started, 2)}
     )
