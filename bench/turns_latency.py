@@ -72,7 +72,7 @@ def main() -> None:
     arguments = parser.parse_args()
 
     configure()
-    from agent_knowledge.runtime.observability import logger
+    from agent_knowledge.core.observability import logger
     from agent_knowledge_dev.demo import seed_demo, seed_sample_documents
 
     logger.setLevel("WARNING")  # one INFO line per turn would be measured too

@@ -24,9 +24,9 @@ from hypothesis import settings as hypothesis_settings  # noqa: E402
 hypothesis_settings.register_profile("shared-machine", deadline=None)
 hypothesis_settings.load_profile("shared-machine")
 
+from agent_knowledge.core.clock import Clock  # noqa: E402
+from agent_knowledge.dependencies import Dependencies  # noqa: E402
 from agent_knowledge.repositories.bundle import Repositories  # noqa: E402
-from agent_knowledge.runtime.clock import Clock  # noqa: E402
-from agent_knowledge.runtime.container import Dependencies  # noqa: E402
 from agent_knowledge_dev.handlers import HttpResult, invoke_function  # noqa: E402
 from agent_knowledge_dev.stacks import in_process_stack  # noqa: E402
 from tests.support.fakes import FakeClock  # noqa: E402

@@ -171,7 +171,7 @@ def _install_observers() -> None:
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    from agent_knowledge.runtime.observability import logger
+    from agent_knowledge.core.observability import logger
 
     _install_observers()
     handler = _CaptureHandler(scanner)

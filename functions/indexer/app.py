@@ -8,9 +8,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from agent_knowledge.core.observability import logger, traced
+from agent_knowledge.dependencies import PipelineDependencies
 from agent_knowledge.index.index_batch import index_batch
-from agent_knowledge.runtime.container import PipelineDependencies, default_pipeline_dependencies
-from agent_knowledge.runtime.observability import logger, traced
+from agent_knowledge.runtime.container import default_pipeline_dependencies
 
 
 @logger.inject_lambda_context

@@ -9,10 +9,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from agent_knowledge.core.observability import logger, traced
+from agent_knowledge.dependencies import PipelineDependencies
 from agent_knowledge.errors import KnowledgeUnavailable
 from agent_knowledge.ingest.reconcile import reconcile_all
-from agent_knowledge.runtime.container import PipelineDependencies, default_pipeline_dependencies
-from agent_knowledge.runtime.observability import logger, traced
+from agent_knowledge.runtime.container import default_pipeline_dependencies
 
 
 @logger.inject_lambda_context

@@ -32,12 +32,12 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from agent_knowledge.core.clock import Clock, system_clock
 from agent_knowledge.errors import AgentKnowledgeError
 from agent_knowledge.identity.document_access import MAX_SIDECAR_BYTES, is_sidecar, parse_sidecar, sidecar_key
 from agent_knowledge.ingest.binary_formats import BINARY_MEDIA_TYPES, MAX_BINARY_SOURCE_BYTES
 from agent_knowledge.ingest.content import MAX_BODY_BYTES
 from agent_knowledge.ingest.source_files import media_type_of
-from agent_knowledge.runtime.clock import Clock, system_clock
 
 if TYPE_CHECKING:
     from agent_knowledge.repositories.bundle import Repositories

@@ -50,7 +50,7 @@ def function_logs_to_stderr() -> None:
     `serve` (unless --verbose) the INFO lines are summarised there (log_summary)."""
     import logging
 
-    from agent_knowledge.runtime.observability import logger
+    from agent_knowledge.core.observability import logger
     from agent_knowledge_dev import log_summary
 
     for handler in logging.getLogger(logger.name).handlers:

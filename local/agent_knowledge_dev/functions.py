@@ -70,7 +70,7 @@ def invocation_log_keys(context: LambdaContext) -> Iterator[None]:
     Locally every function runs in one process, on threads, and a line the indexer logged named
     whichever function had been invoked last (`SearchFunction`). Powertools' thread-local keys
     override the shared ones, so they are set here for the thread, around the handler."""
-    from agent_knowledge.runtime.observability import logger
+    from agent_knowledge.core.observability import logger
 
     with _warm_lock:
         cold = context.function_name not in _warm

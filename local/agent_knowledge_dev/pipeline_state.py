@@ -12,10 +12,10 @@ from agent_knowledge_dev.console import CliError, note
 from agent_knowledge_dev.target import QUEUE_OUTPUTS, pipeline_queues, sources_bucket
 
 if TYPE_CHECKING:
+    from agent_knowledge.dependencies import PipelineDependencies
     from agent_knowledge.ingest.status import DeadLetters
     from agent_knowledge.repositories.bundle import Repositories
     from agent_knowledge.repositories.sources import SourceObjects
-    from agent_knowledge.runtime.container import PipelineDependencies
 
 
 def source_objects(arguments: argparse.Namespace) -> SourceObjects | None:
@@ -53,8 +53,8 @@ def dead_letters(arguments: argparse.Namespace, kb_id: str) -> DeadLetters | Non
 
 def reconcile_dependencies(arguments: argparse.Namespace, repositories: Repositories) -> PipelineDependencies:
     """What `reconcile_kb` needs, from the CLI's clients: refuses a stack without the pipeline."""
+    from agent_knowledge.dependencies import PipelineDependencies
     from agent_knowledge.repositories.queues import IndexQueue, SourceQueue
-    from agent_knowledge.runtime.container import PipelineDependencies
 
     sources = source_objects(arguments)
     client, queues = pipeline_queues(arguments)

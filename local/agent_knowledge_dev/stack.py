@@ -176,21 +176,33 @@ def create_stack(
     return {**environment, "RERANK_MODEL_ID": ""}
 
 
+# Conditions of the template that never hold on the local stack (it has no SnapStart).
+LOCAL_FALSE_CONDITIONS = frozenset({"UsesSnapStart"})
+
+
 def resolve_environment(parameters: dict[str, str]) -> dict[str, str]:
     """The template's Globals environment with every `Ref` resolved to a local name or parameter
-    (queues are parameters: their URL is what moto answered when they were created)."""
+    (queues are parameters: their URL is what moto answered when they were created), and every
+    `!If` on a condition that never holds locally resolved to its other branch."""
     resources = template()["Resources"]
-    resolved = {}
-    for variable, value in environment_variables().items():
-        if isinstance(value, dict) and "Ref" in value:
-            target = value["Ref"]
-            if target in parameters:
-                value = parameters[target]
-            elif resources.get(target, {}).get("Type") == "AWS::DynamoDB::Table":
-                value = table_name(target)
-            elif resources.get(target, {}).get("Type") == "AWS::S3::Bucket":
-                value = bucket_name(target)
-            else:
-                raise ValueError(f"cannot resolve !Ref {target} locally")
-        resolved[variable] = str(value)
-    return resolved
+    return {
+        variable: str(_resolve(value, parameters, resources)) for variable, value in environment_variables().items()
+    }
+
+
+def _resolve(value: Any, parameters: dict[str, str], resources: dict[str, Any]) -> Any:
+    if isinstance(value, dict) and "Fn::If" in value:
+        condition, _, otherwise = value["Fn::If"]
+        if condition not in LOCAL_FALSE_CONDITIONS:
+            raise ValueError(f"cannot resolve !If {condition} locally")
+        return _resolve(otherwise, parameters, resources)
+    if isinstance(value, dict) and "Ref" in value:
+        target = value["Ref"]
+        if target in parameters:
+            return parameters[target]
+        if resources.get(target, {}).get("Type") == "AWS::DynamoDB::Table":
+            return table_name(target)
+        if resources.get(target, {}).get("Type") == "AWS::S3::Bucket":
+            return bucket_name(target)
+        raise ValueError(f"cannot resolve !Ref {target} locally")
+    return value

@@ -243,7 +243,7 @@ def _stack_names(stack: str, region: str) -> StackNames:
 
 
 # The template parameters (template.yaml) that choose the functions' embedding provider → the
-# environment variables the functions read them from (`embedding.provider_choice`).
+# environment variables the functions read them from (`settings.EmbeddingSettings`).
 EMBEDDING_PARAMETERS = {
     "EmbeddingProvider": "EMBEDDING_PROVIDER",
     "EmbeddingModelId": "EMBEDDING_MODEL_ID",
@@ -254,7 +254,7 @@ EMBEDDING_PARAMETERS = {
 def stack_embedding_settings(stack: str) -> Any:
     """The deployed stack's embedding settings, from its parameters (call after `connect`): what
     its search functions embed queries with."""
-    from agent_knowledge.embedding.provider_choice import embedding_settings
+    from agent_knowledge.settings import embedding_settings
 
     described = _client("cloudformation").describe_stacks(StackName=stack)["Stacks"][0]
     parameters = {entry["ParameterKey"]: entry.get("ParameterValue", "") for entry in described.get("Parameters", [])}

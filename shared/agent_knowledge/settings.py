@@ -1,15 +1,84 @@
 """Configuration: one validated model read from environment variables once per container.
 
 Every variable is declared in `template.yaml` (Globals.Function.Environment); there are no
-literal table or bucket names anywhere in the code.
+literal table or bucket names anywhere in the code. `Settings` has two sections, each with its
+own variables: `embedding` (which embedder, docs/retrieval.md "Dense retrieval") and `sizing`
+(each function's ephemeral storage, `index/sizing.py`). The container reads them once
+(`get_settings`) and `Dependencies` carries them; code below takes what it needs as parameters.
+
+EMBEDDING_PROVIDER     local | local-e5 | bedrock | none (lexical only; the default when unset — the
+                       template sets bedrock, `make serve` and the tests local; local-e5 is
+                       multilingual-e5-small, opt-in and local only: embedding/e5.py)
+EMBEDDING_MODEL_ID     bedrock: the model id (default Titan Text Embeddings v2); local, local-e5:
+                       must be empty or the bundled model's id
+EMBEDDING_DIMENSIONS   bedrock: 256, 512 or 1024 (Titan v2's choices; default 1024); local: 512;
+                       local-e5: 384
+SEARCH_EPHEMERAL_STORAGE_MB, INDEXER_EPHEMERAL_STORAGE_MB
+                       the template's `SearchEphemeralStorageSize` and `IndexerEphemeralStorageSize`;
+                       a process without them (the local runner) assumes the template's default
 """
 
+from __future__ import annotations
+
 import os
+from collections.abc import Mapping
+from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from agent_knowledge.core.per_container import per_container
 from agent_knowledge.errors import ConfigurationError
-from agent_knowledge.runtime.per_container import per_container
+
+Provider = Literal["local", "local-e5", "bedrock", "none"]
+
+TITAN_V2_MODEL_ID = "amazon.titan-embed-text-v2:0"
+TITAN_V2_DIMENSIONS = (256, 512, 1024)
+LOCAL_DIMENSIONS = 512
+E5_DIMENSIONS = 384
+
+DEFAULT_EPHEMERAL_STORAGE_MB = 2048  # template.yaml's default for search, turns and the indexer
+
+
+class EmbeddingSettings(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    provider: Provider = "none"
+    model_id: str = ""
+    dimensions: int | None = None
+
+    @model_validator(mode="after")
+    def _fits_the_provider(self) -> EmbeddingSettings:
+        if self.provider == "bedrock" and self.dimensions is not None:
+            if self.dimensions not in TITAN_V2_DIMENSIONS and self.resolved_model_id == TITAN_V2_MODEL_ID:
+                raise ValueError(f"Titan Text Embeddings v2 gives 256, 512 or 1024 dimensions, not {self.dimensions}")
+        if self.provider == "local" and self.dimensions not in (None, LOCAL_DIMENSIONS):
+            raise ValueError(f"the local model gives {LOCAL_DIMENSIONS} dimensions, not {self.dimensions}")
+        if self.provider == "local-e5" and self.dimensions not in (None, E5_DIMENSIONS):
+            raise ValueError(f"multilingual-e5-small gives {E5_DIMENSIONS} dimensions, not {self.dimensions}")
+        return self
+
+    @property
+    def resolved_model_id(self) -> str:
+        if self.provider == "bedrock":
+            return self.model_id or TITAN_V2_MODEL_ID
+        return self.model_id
+
+    @property
+    def resolved_dimensions(self) -> int:
+        if self.provider == "local":
+            return LOCAL_DIMENSIONS
+        if self.provider == "local-e5":
+            return E5_DIMENSIONS
+        return self.dimensions or max(TITAN_V2_DIMENSIONS)
+
+
+class SizingSettings(BaseModel):
+    """The ephemeral storage (MB) of the search functions (search, turns, MCP) and of the indexer."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    search_storage_mb: int = Field(default=DEFAULT_EPHEMERAL_STORAGE_MB, gt=0)
+    indexer_storage_mb: int = Field(default=DEFAULT_EPHEMERAL_STORAGE_MB, gt=0)
 
 
 class Settings(BaseModel):
@@ -42,6 +111,8 @@ class Settings(BaseModel):
     oauth_tenant_claim: str = "tenant"
     oauth_client_id_claim: str = ""
     oauth_scopes: str = ""
+    embedding: EmbeddingSettings = EmbeddingSettings()
+    sizing: SizingSettings = SizingSettings()
 
     @field_validator("oauth_issuer")
     @classmethod
@@ -75,16 +146,58 @@ ENVIRONMENT = {
     "oauth_client_id_claim": "OAUTH_CLIENT_ID_CLAIM",
     "oauth_scopes": "OAUTH_SCOPES",
 }
+EMBEDDING_ENVIRONMENT = {
+    "provider": "EMBEDDING_PROVIDER",
+    "model_id": "EMBEDDING_MODEL_ID",
+    "dimensions": "EMBEDDING_DIMENSIONS",
+}
+SIZING_ENVIRONMENT = {
+    "search_storage_mb": "SEARCH_EPHEMERAL_STORAGE_MB",
+    "indexer_storage_mb": "INDEXER_EPHEMERAL_STORAGE_MB",
+}
+
+
+def _set(environ: Mapping[str, str], names: Mapping[str, str]) -> dict[str, str]:
+    """The section's fields whose variable is set; an unset or empty variable takes the default."""
+    return {field: environ[name] for field, name in names.items() if environ.get(name, "").strip()}
+
+
+def embedding_settings(environ: Mapping[str, str] = os.environ) -> EmbeddingSettings:
+    """The embedding section from `environ` (also read alone: the CLI reads a deployed stack's)."""
+    try:
+        return EmbeddingSettings.model_validate(_set(environ, EMBEDDING_ENVIRONMENT))
+    except ValidationError as exc:
+        names = sorted(
+            {EMBEDDING_ENVIRONMENT.get(str(error["loc"][0]), "EMBEDDING_*") for error in exc.errors() if error["loc"]}
+        )
+        detail = "; ".join(error["msg"] for error in exc.errors())
+        raise ConfigurationError(f"invalid embedding settings ({', '.join(names) or 'EMBEDDING_*'}): {detail}") from exc
+
+
+def sizing_settings(environ: Mapping[str, str] = os.environ) -> SizingSettings:
+    try:
+        return SizingSettings.model_validate(_set(environ, SIZING_ENVIRONMENT))
+    except ValidationError as exc:
+        names = ", ".join(SIZING_ENVIRONMENT[str(error["loc"][0])] for error in exc.errors() if error["loc"])
+        raise ConfigurationError(f"invalid or missing environment variables: {names}") from None
+
+
+def load_settings(environ: Mapping[str, str] = os.environ) -> Settings:
+    """Every section from `environ`, each refusal naming the variables it refused."""
+    values = {field: environ[var] for field, var in ENVIRONMENT.items() if var in environ}
+    sections = {"embedding": embedding_settings(environ), "sizing": sizing_settings(environ)}
+    try:
+        return Settings.model_validate({**values, **sections})
+    except ValidationError as exc:
+        missing = ", ".join(ENVIRONMENT[str(e["loc"][0])] for e in exc.errors() if e["loc"])
+        raise ConfigurationError(f"invalid or missing environment variables: {missing}") from None
 
 
 @per_container
 def get_settings() -> Settings:
-    values = {field: os.environ[var] for field, var in ENVIRONMENT.items() if var in os.environ}
-    try:
-        return Settings.model_validate(values)
-    except ValidationError as exc:
-        missing = ", ".join(ENVIRONMENT[str(e["loc"][0])] for e in exc.errors() if e["loc"])
-        raise ConfigurationError(f"invalid or missing environment variables: {missing}") from None
+    """This container's settings, read once: the container (`runtime/container.py`) puts them in
+    `Dependencies`; only the per-container builders (repositories, signing codec, OAuth) call this."""
+    return load_settings()
 
 
 def reset_settings() -> None:

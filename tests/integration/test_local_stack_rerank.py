@@ -3,9 +3,9 @@ RERANK_MODEL_ID empty whatever the shell that started `serve` has (knowledge/rer
 
 from __future__ import annotations
 
+from agent_knowledge.core.per_container import reset_all
 from agent_knowledge.knowledge.rerank import configured_reranker, rerank_settings
 from agent_knowledge.repositories import aws
-from agent_knowledge.runtime.per_container import reset_all
 from agent_knowledge_dev.stack import create_stack
 
 

@@ -16,6 +16,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from agent_knowledge.dependencies import PipelineDependencies
 from agent_knowledge.errors import KnowledgeUnavailable
 from agent_knowledge.ingest import reconcile, status
 from agent_knowledge.ingest.content import prepare_document
@@ -25,7 +26,7 @@ from agent_knowledge.ingest.status import DeadLetters, dead_letters_of, document
 from agent_knowledge.repositories.bodies import BodyStore
 from agent_knowledge.repositories.documents import document_id
 from agent_knowledge.repositories.queues import DeadLetterQueue
-from agent_knowledge.runtime.container import PipelineDependencies, default_pipeline_dependencies
+from agent_knowledge.runtime.container import default_pipeline_dependencies
 from agent_knowledge_dev.admin import create_knowledge_base
 from agent_knowledge_dev.handlers import load_event, load_function
 from agent_knowledge_dev.lambda_context import LambdaContext

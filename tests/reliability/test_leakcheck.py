@@ -67,7 +67,7 @@ def test_the_session_scanner_learns_what_the_code_issues(call, demo):
 
 
 def test_traced_handlers_never_capture_responses(monkeypatch):
-    from agent_knowledge.runtime import observability
+    from agent_knowledge.core import observability
 
     seen: list[dict] = []
 
@@ -84,7 +84,7 @@ def test_traced_handlers_never_capture_responses(monkeypatch):
 
 
 def test_every_function_handler_is_traced_by_the_non_capturing_wrapper():
-    from agent_knowledge.runtime.observability import traced
+    from agent_knowledge.core.observability import traced
     from agent_knowledge_dev.handlers import FUNCTIONS, load_function
 
     marker = traced(lambda event, context: {}).__code__

@@ -9,8 +9,8 @@ from importlib import metadata, util
 import pytest
 
 from agent_knowledge.embedding.factory import make_embedder
-from agent_knowledge.embedding.provider_choice import embedding_settings
 from agent_knowledge.errors import ConfigurationError
+from agent_knowledge.settings import embedding_settings
 
 
 def _installed(package: str) -> bool:

@@ -1,4 +1,4 @@
-"""Choosing the embedding provider from the environment (embedding/provider_choice.py, embedding/factory.py)."""
+"""Choosing the embedding provider from the environment (settings.py, embedding/factory.py)."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ import pytest
 from agent_knowledge.embedding.bedrock import BedrockEmbedder
 from agent_knowledge.embedding.factory import make_embedder
 from agent_knowledge.embedding.local import LocalEmbedder
-from agent_knowledge.embedding.provider_choice import TITAN_V2_MODEL_ID, embedding_settings
 from agent_knowledge.errors import ConfigurationError
+from agent_knowledge.settings import TITAN_V2_MODEL_ID, embedding_settings
 
 
 def test_nothing_set_means_lexical_only():

@@ -7,7 +7,7 @@ import json
 import logging
 import threading
 
-from agent_knowledge.runtime.observability import logger
+from agent_knowledge.core.observability import logger
 from agent_knowledge_dev.functions import invocation_log_keys
 from agent_knowledge_dev.lambda_context import LambdaContext
 

@@ -33,7 +33,8 @@ WRITING_MODULES = {
 INGEST_FUNCTION_MODULES = [
     "agent_knowledge.ingest.source_batch",
     "agent_knowledge.runtime.container",
-    "agent_knowledge.runtime.observability",
+    "agent_knowledge.core.observability",
+    "agent_knowledge.dependencies",
     "agent_knowledge.ingest.ingestor",
 ]
 

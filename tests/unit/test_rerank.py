@@ -10,6 +10,7 @@ from botocore.config import Config
 from botocore.exceptions import ConnectTimeoutError, EndpointConnectionError, NoRegionError, ReadTimeoutError
 from botocore.stub import Stubber
 
+from agent_knowledge.core.per_container import reset_all
 from agent_knowledge.errors import ConfigurationError, RerankFailed
 from agent_knowledge.knowledge import rerank as rerank_module
 from agent_knowledge.knowledge.rerank import (
@@ -25,7 +26,6 @@ from agent_knowledge.knowledge.rerank import (
     rerank_settings,
 )
 from agent_knowledge.limits import QUERY_MAX_CHARS
-from agent_knowledge.runtime.per_container import reset_all
 
 AMAZON = "amazon.rerank-v1:0"
 COHERE = "cohere.rerank-v3-5:0"

@@ -18,8 +18,8 @@ from typing import Any
 from botocore.exceptions import BotoCoreError, ClientError, ConnectionError, HTTPClientError
 
 from agent_knowledge.embedding.base import Vectors, normalised
-from agent_knowledge.embedding.provider_choice import TITAN_V2_MODEL_ID
 from agent_knowledge.errors import EmbeddingFailed
+from agent_knowledge.settings import TITAN_V2_MODEL_ID
 
 PROVIDER = "bedrock"
 # Error codes of bedrock-runtime InvokeModel that a later attempt may not get.

@@ -6,10 +6,10 @@ import functools
 from collections.abc import Callable
 from typing import Any
 
+from agent_knowledge.core.per_container import per_container
 from agent_knowledge.embedding.base import Embedder, space_of
-from agent_knowledge.embedding.provider_choice import EmbeddingSettings, embedding_settings
 from agent_knowledge.errors import ConfigurationError
-from agent_knowledge.runtime.per_container import per_container
+from agent_knowledge.settings import EmbeddingSettings, embedding_settings
 
 
 @functools.cache
@@ -52,16 +52,9 @@ def make_embedder(settings: EmbeddingSettings, bedrock_client: Callable[[], Any]
     return BedrockEmbedder(bedrock_client, settings.resolved_model_id, settings.resolved_dimensions)
 
 
-@per_container
-def configured_embedder() -> Embedder | None:
-    """This container's embedder, from EMBEDDING_PROVIDER / EMBEDDING_MODEL_ID / EMBEDDING_DIMENSIONS."""
-    return make_embedder(embedding_settings())
-
-
-def configured_vector_space() -> str:
+def vector_space_of(settings: EmbeddingSettings) -> str:
     """The vector space (`base.vector_space`) new vectors are embedded in; "" when the stack is
     lexical only. From the settings alone: an index writer never loads a model to learn its name."""
-    settings = embedding_settings()
     if settings.provider == "none":
         return ""
     if settings.provider == "local":
@@ -73,3 +66,15 @@ def configured_vector_space() -> str:
 
         return space_of(e5_model_id(), settings.resolved_dimensions)
     return space_of(settings.resolved_model_id, settings.resolved_dimensions)
+
+
+@per_container
+def configured_embedder() -> Embedder | None:
+    """The embedder of this process's environment, for callers without `Dependencies` (the
+    operator's tools, benchmarks); the functions take theirs from `Dependencies.embedder`."""
+    return make_embedder(embedding_settings())
+
+
+def configured_vector_space() -> str:
+    """`vector_space_of` this process's environment, for callers without `Dependencies`."""
+    return vector_space_of(embedding_settings())

@@ -35,9 +35,9 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Final
 from urllib.parse import urlsplit
 
+from agent_knowledge.core.per_container import per_container
 from agent_knowledge.errors import ConfigurationError, KnowledgeUnavailable, Unauthorized
 from agent_knowledge.records import Principal, SessionRecord
-from agent_knowledge.runtime.per_container import per_container
 
 if TYPE_CHECKING:  # PyJWT and cryptography are imported only when a JWT arrives (cold start)
     from jwt import PyJWK
@@ -256,7 +256,7 @@ class JwksCache:
         return found
 
     def _refresh(self, now: float, required: bool) -> None:
-        from agent_knowledge.runtime.observability import logger
+        from agent_knowledge.core.observability import logger
 
         try:
             if self._jwks_uri is None:
@@ -414,7 +414,7 @@ def token_identity(token: str, now: float) -> TokenIdentity | None:
 def resource_base(event: Mapping[str, Any]) -> str:
     """The origin the request reached: `https://{requestContext.domainName}` on API Gateway; the
     local gateway (plain HTTP on loopback, whose Host it has checked) answers at `http://{Host}`."""
-    from agent_knowledge.runtime.http import header
+    from agent_knowledge.core.headers import header
 
     context = event.get("requestContext") or {}
     domain = str(context.get("domainName") or "")

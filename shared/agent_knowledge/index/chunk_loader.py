@@ -10,12 +10,12 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 
+from agent_knowledge.core.observability import logger
 from agent_knowledge.index.chunks import IndexedChunk, chunk_digest
 from agent_knowledge.index.kb_index import KbIndex
 from agent_knowledge.index.recent_chunks import RecentChunks, record_access_terms, verified
 from agent_knowledge.records import DocumentRecord
 from agent_knowledge.repositories.bodies import BodyMissing, BodyStore
-from agent_knowledge.runtime.observability import logger
 
 BODY_READERS = 8
 LOAD_BATCH = 256

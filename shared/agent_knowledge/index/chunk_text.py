@@ -31,6 +31,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Protocol
 
+from agent_knowledge.core.per_container import on_reset
 from agent_knowledge.index.layout import (
     TEXT_EXTENSION,
     TEXT_ROLE,
@@ -39,7 +40,6 @@ from agent_knowledge.index.layout import (
     RangeReads,
     read_object_range,
 )
-from agent_knowledge.runtime.per_container import on_reset
 
 MAGIC = b"AKTXT\x00\x01\x00"
 _HEAD = struct.Struct("<8sIII")

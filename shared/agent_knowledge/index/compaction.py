@@ -10,6 +10,7 @@ again on the winner's generation, if it still needs it.
 
 from __future__ import annotations
 
+from agent_knowledge.core.observability import logger
 from agent_knowledge.embedding.factory import configured_vector_space
 from agent_knowledge.errors import KnowledgeBaseMissing
 from agent_knowledge.index import merge_policy
@@ -19,7 +20,6 @@ from agent_knowledge.index.local_files import LocalFiles, local_files
 from agent_knowledge.index.segment_passes import edit, segment_sizes
 from agent_knowledge.index.vector_generation import carry_vectors
 from agent_knowledge.repositories.bundle import Repositories
-from agent_knowledge.runtime.observability import logger
 
 MAX_ATTEMPTS = 3
 

@@ -21,9 +21,9 @@ from typing import TYPE_CHECKING, Generic, TypeVar
 import numpy as np
 import numpy.typing as npt
 
+from agent_knowledge.core.per_container import on_reset
 from agent_knowledge.index.layout import IndexManifest
 from agent_knowledge.index.vectors import SAMPLE_ROWS, VectorFile, VectorHit, open_vector_file, vector_files
-from agent_knowledge.runtime.per_container import on_reset
 
 if TYPE_CHECKING:
     from agent_knowledge.index.vector_ranges import RangeReads, Store

@@ -16,11 +16,11 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from agent_knowledge.core.observability import emit_service_metric, logger
+from agent_knowledge.dependencies import PipelineDependencies
 from agent_knowledge.errors import EmbeddingFailed, KnowledgeBaseMissing, KnowledgeError
 from agent_knowledge.index.publish import publish_pending
 from agent_knowledge.repositories.queues import batch_response
-from agent_knowledge.runtime.container import PipelineDependencies
-from agent_knowledge.runtime.observability import emit_service_metric, logger
 
 INDEX_LAG_METRIC = "IndexLagSeconds"
 
@@ -104,10 +104,9 @@ def _index_kb(deps: PipelineDependencies, kb_id: str, doc_ids: list[str]) -> Non
 
 
 def _embed(deps: PipelineDependencies, kb_id: str) -> None:
-    from agent_knowledge.embedding.factory import configured_embedder
     from agent_knowledge.index.vector_backlog import embed_backlog
 
-    embed_backlog(deps.repositories, deps.index_queue, kb_id, configured_embedder())
+    embed_backlog(deps.repositories, deps.index_queue, kb_id, deps.embedder())
 
 
 def _emit_index_lag(deps: PipelineDependencies, kb_id: str) -> float | None:

@@ -18,6 +18,7 @@ from concurrent.futures import Future
 from dataclasses import dataclass, field, replace
 from typing import Literal, NamedTuple, Protocol
 
+from agent_knowledge.core.observability import logger
 from agent_knowledge.embedding.base import Embedder
 from agent_knowledge.errors import KnowledgeError, RerankFailed
 from agent_knowledge.identity.document_access import Viewer, visible
@@ -31,7 +32,6 @@ from agent_knowledge.index.reader_cache import IndexCache, IndexObjects, ServedI
 from agent_knowledge.knowledge.rerank import RERANK_CANDIDATES, Reranker
 from agent_knowledge.records import DocumentRecord, KnowledgeConfig
 from agent_knowledge.repositories.bodies import BodyMissing
-from agent_knowledge.runtime.observability import logger
 
 
 class DocumentRecords(Protocol):

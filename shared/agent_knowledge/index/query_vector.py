@@ -11,9 +11,9 @@ import threading
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import TYPE_CHECKING
 
+from agent_knowledge.core.observability import logger
 from agent_knowledge.embedding.base import Embedder, is_remote, vector_space
 from agent_knowledge.errors import EmbeddingFailed
-from agent_knowledge.runtime.observability import logger
 
 if TYPE_CHECKING:
     import numpy as np

@@ -22,6 +22,8 @@ import time
 from dataclasses import dataclass
 from typing import Protocol
 
+from agent_knowledge.core.observability import logger
+from agent_knowledge.core.per_container import on_reset
 from agent_knowledge.errors import KnowledgeUnavailable
 from agent_knowledge.index.chunk_text import ChunkTexts
 from agent_knowledge.index.kb_index import KbIndex
@@ -35,8 +37,6 @@ from agent_knowledge.index.layout import (
 from agent_knowledge.index.local_files import LocalFiles, LocalStorageFailed, local_files, storage_failure
 from agent_knowledge.records import KnowledgeBaseRecord
 from agent_knowledge.repositories.bodies import BodyMissing, Sink
-from agent_knowledge.runtime.observability import logger
-from agent_knowledge.runtime.per_container import on_reset
 
 # After a generation failed to load, serve what we have and try it again at most this often.
 RETRY_SECONDS = 30.0

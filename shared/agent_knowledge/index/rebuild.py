@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import NamedTuple
 
+from agent_knowledge.core.observability import logger
 from agent_knowledge.embedding.factory import configured_vector_space
 from agent_knowledge.errors import KnowledgeBaseMissing, KnowledgeUnavailable
 from agent_knowledge.index import writer as index_writer
@@ -33,7 +34,6 @@ from agent_knowledge.index.reader_cache import open_generation
 from agent_knowledge.index.vector_generation import carry_vectors_into_rebuild
 from agent_knowledge.records import DocumentRecord, KnowledgeBaseRecord
 from agent_knowledge.repositories.bundle import Repositories
-from agent_knowledge.runtime.observability import logger
 
 
 def _ready_records(repositories: Repositories, kb_id: str) -> dict[str, DocumentRecord]:

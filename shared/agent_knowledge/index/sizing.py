@@ -11,44 +11,28 @@ The hard ceiling is each function's ephemeral storage (/tmp), where `local_files
   segment and what it merges, a compaction at most the tier it merges, but a full rebuild (a schema
   change, `kb reindex`) a whole second copy: up to (storage − margin) / 2.
 
-The largest index the deployment serves is the smaller of the two. The sizes come from the
-template's parameters (`SearchEphemeralStorageSize`, `IndexerEphemeralStorageSize`), passed to every
-function as SEARCH_EPHEMERAL_STORAGE_MB and INDEXER_EPHEMERAL_STORAGE_MB; a process without them
-(the local runner) assumes the template's defaults. Containers never trust these numbers for the
-guard itself: `local_files` checks the free space it actually has before downloading.
+The largest index the deployment serves is the smaller of the two. The sizes are the settings'
+sizing section (`settings.SizingSettings`: the template's `SearchEphemeralStorageSize` and
+`IndexerEphemeralStorageSize`). Containers never trust these numbers for the guard itself:
+`local_files` checks the free space it actually has before downloading.
 """
 
 from __future__ import annotations
 
 import json
-import os
-from dataclasses import dataclass
 
-DEFAULT_EPHEMERAL_STORAGE_MB = 2048  # template.yaml's default for search, turns and the indexer
+from agent_knowledge.settings import SizingSettings
+
 # Free space kept beyond a generation's files: the one value of local_files.ROOM_MARGIN_BYTES.
 MARGIN_BYTES = 16 * 1024 * 1024
 MB = 1024 * 1024
 
 
-@dataclass(frozen=True)
-class Sizing:
-    search_storage_mb: int
-    indexer_storage_mb: int
-
-    @property
-    def largest_index_bytes(self) -> int:
-        search = self.search_storage_mb * MB - MARGIN_BYTES
-        indexer = (self.indexer_storage_mb * MB - MARGIN_BYTES) // 2
-        return max(0, min(search, indexer))
-
-
-def _storage_mb(name: str) -> int:
-    raw = os.environ.get(name, "")
-    return int(raw) if raw.isdigit() and int(raw) > 0 else DEFAULT_EPHEMERAL_STORAGE_MB
-
-
-def deployed_sizing() -> Sizing:
-    return Sizing(_storage_mb("SEARCH_EPHEMERAL_STORAGE_MB"), _storage_mb("INDEXER_EPHEMERAL_STORAGE_MB"))
+def largest_index_bytes(sizing: SizingSettings) -> int:
+    """The largest index both the search functions and the indexer's rebuild can hold."""
+    search = sizing.search_storage_mb * MB - MARGIN_BYTES
+    indexer = (sizing.indexer_storage_mb * MB - MARGIN_BYTES) // 2
+    return max(0, min(search, indexer))
 
 
 def manifest_index_bytes(data: bytes) -> int | None:

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 from collections.abc import Collection
 
+from agent_knowledge.core.observability import logger
 from agent_knowledge.embedding.factory import configured_vector_space
 from agent_knowledge.errors import KnowledgeBaseMissing, KnowledgeError, KnowledgeUnavailable
 from agent_knowledge.index import writer as index_writer
@@ -34,7 +35,6 @@ from agent_knowledge.index.rebuild import rebuild_kb_index
 from agent_knowledge.index.vector_generation import carry_vectors
 from agent_knowledge.records import DocumentRecord, KnowledgeBaseRecord
 from agent_knowledge.repositories.bundle import Repositories
-from agent_knowledge.runtime.observability import logger
 
 _REBUILD = object()
 

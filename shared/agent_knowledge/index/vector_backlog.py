@@ -16,12 +16,13 @@ import hashlib
 import time
 from collections.abc import Callable
 
+from agent_knowledge.core.observability import logger
 from agent_knowledge.embedding.base import Embedder
 from agent_knowledge.errors import AgentKnowledgeError, EmbeddingFailed, KnowledgeUnavailable
 from agent_knowledge.index.vector_generation import VectorPass, backlog_passes, embed_unembedded
 from agent_knowledge.repositories.bundle import Repositories
 from agent_knowledge.repositories.queues import IndexMessage, IndexQueue
-from agent_knowledge.runtime.observability import logger
+from agent_knowledge.settings import Settings
 
 # The indexer's Timeout is 120 s: a pass of CHUNKS_PER_GENERATION chunks fits after this budget.
 BUDGET_SECONDS = 45.0
@@ -63,18 +64,20 @@ def request_embedding(index_queue: IndexQueue, kb_id: str, generation: int) -> N
         raise KnowledgeUnavailable.of("the indexing queue")
 
 
-def request_embedding_after_rebuild(kb_id: str, generation: int) -> bool:
+def request_embedding_after_rebuild(kb_id: str, generation: int, settings: Settings | None = None) -> bool:
     """After an admin rebuild (`kb reindex`, a local bulk load): the indexer embeds the rebuilt
     documents (reusing the vectors it already has). False, logged, when the stack has no indexing
-    queue or it cannot be reached: the KB's next indexer run embeds them anyway."""
-    from agent_knowledge.embedding.provider_choice import embedding_settings
+    queue or it cannot be reached: the KB's next indexer run embeds them anyway. `settings`: the
+    caller's (None: this process's, read once)."""
     from agent_knowledge.repositories import aws
     from agent_knowledge.settings import get_settings
 
+    settings = settings or get_settings()
+
     try:
-        if embedding_settings().provider == "none":
+        if settings.embedding.provider == "none":
             return False
-        queue_url = get_settings().index_queue_url
+        queue_url = settings.index_queue_url
         if not queue_url:
             return False
         request_embedding(IndexQueue(lambda: aws.client("sqs"), queue_url), kb_id, generation)

@@ -40,6 +40,7 @@ from typing import Any, BinaryIO
 import numpy as np
 import numpy.typing as npt
 
+from agent_knowledge.core.observability import logger
 from agent_knowledge.embedding.base import Embedder, vector_space
 from agent_knowledge.errors import EmbeddingFailed, KnowledgeBaseMissing, KnowledgeUnavailable
 from agent_knowledge.index import writer as index_writer
@@ -60,7 +61,6 @@ from agent_knowledge.index.vectors import (
 )
 from agent_knowledge.records import KnowledgeBaseRecord
 from agent_knowledge.repositories.bundle import Repositories
-from agent_knowledge.runtime.observability import logger
 
 # Chunks embedded per generation: a bulk load gets its vectors in generations of this many (about
 # 70 s of the local model's CPU, or ~15 s of Titan calls 8 at a time), so each pass fits the

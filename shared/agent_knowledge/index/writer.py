@@ -23,6 +23,8 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from agent_knowledge.core.observability import logger
+from agent_knowledge.core.per_container import on_reset
 from agent_knowledge.errors import KnowledgeError
 from agent_knowledge.index import merge_policy
 from agent_knowledge.index.builder import IndexedChunk
@@ -49,8 +51,6 @@ from agent_knowledge.index.versions import FORMAT_VERSION, SCHEMA_VERSION, tanti
 from agent_knowledge.records import DocumentRecord, KnowledgeBaseRecord
 from agent_knowledge.repositories.bodies import BodyMissing, BodyStore
 from agent_knowledge.repositories.bundle import Repositories
-from agent_knowledge.runtime.observability import logger
-from agent_knowledge.runtime.per_container import on_reset
 
 MAX_PUBLISH_ATTEMPTS = 20
 # Longer than any writer runs (a Lambda function runs at most 15 minutes): an unreferenced object

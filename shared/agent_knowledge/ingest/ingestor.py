@@ -22,6 +22,8 @@ import uuid
 from dataclasses import dataclass
 from typing import Literal
 
+from agent_knowledge.core.clock import Clock, system_clock
+from agent_knowledge.core.observability import logger
 from agent_knowledge.errors import DocumentRejected, KnowledgeBaseMissing, KnowledgeError, KnowledgeUnavailable
 from agent_knowledge.index.recent_chunks import RecentChunks
 from agent_knowledge.ingest.content import (
@@ -35,8 +37,6 @@ from agent_knowledge.records import DocumentAccess, DocumentRecord, KnowledgeBas
 from agent_knowledge.repositories.bodies import body_key
 from agent_knowledge.repositories.bundle import Repositories
 from agent_knowledge.repositories.documents import document_id, section_id
-from agent_knowledge.runtime.clock import Clock, system_clock
-from agent_knowledge.runtime.observability import logger
 
 __all__ = [
     "MAX_BODY_BYTES",

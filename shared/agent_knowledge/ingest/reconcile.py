@@ -33,6 +33,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 
+from agent_knowledge.core.observability import logger
+from agent_knowledge.dependencies import PipelineDependencies
 from agent_knowledge.errors import ConfigurationError, KnowledgeError, KnowledgeUnavailable
 from agent_knowledge.index.versions import current_versions, versions_of
 from agent_knowledge.ingest.source_events import reconcile_notification
@@ -41,8 +43,6 @@ from agent_knowledge.records import KnowledgeBaseRecord
 from agent_knowledge.repositories.documents import DocumentState
 from agent_knowledge.repositories.queues import IndexMessage, SourceQueue
 from agent_knowledge.repositories.sources import ListedObject
-from agent_knowledge.runtime.container import PipelineDependencies
-from agent_knowledge.runtime.observability import logger
 
 # Keys per reconcile message: the ingest applies a message's keys one after the other, and a
 # message that fails is retried whole, so a few keys (at most 10 messages per invocation: 50

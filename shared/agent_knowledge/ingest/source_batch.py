@@ -11,11 +11,11 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from agent_knowledge.core.observability import logger
+from agent_knowledge.dependencies import PipelineDependencies
 from agent_knowledge.errors import KnowledgeError
 from agent_knowledge.ingest.source_events import MalformedNotification, SourceIngest, index_messages, parse_notification
 from agent_knowledge.repositories.queues import IndexMessage, batch_response
-from agent_knowledge.runtime.container import PipelineDependencies
-from agent_knowledge.runtime.observability import logger
 
 # A message is started only with this much of the invocation left: one document's preparation may
 # take up to its CPU budget (content.MAX_PREPARE_CPU_SECONDS) plus its storage calls, and a Lambda

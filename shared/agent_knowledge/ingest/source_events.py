@@ -18,6 +18,8 @@ from email.message import Message
 from typing import Any, Literal
 from urllib.parse import quote_plus, unquote_plus
 
+from agent_knowledge.core.clock import Clock, system_clock
+from agent_knowledge.core.observability import logger
 from agent_knowledge.errors import DocumentRejected, KnowledgeBaseDisabled, MalformedMessage, NotUtf8
 from agent_knowledge.identity.document_access import (
     MAX_SIDECAR_BYTES,
@@ -35,8 +37,6 @@ from agent_knowledge.records import DocumentAccess
 from agent_knowledge.repositories.bundle import Repositories
 from agent_knowledge.repositories.queues import IndexMessage
 from agent_knowledge.repositories.sources import SourceObjects, SourceTooLarge
-from agent_knowledge.runtime.clock import Clock, system_clock
-from agent_knowledge.runtime.observability import logger
 
 # HTML shrinks when converted to text: allow raw objects up to what `prepare_document` accepts.
 MAX_SOURCE_BYTES = 4 * MAX_BODY_BYTES

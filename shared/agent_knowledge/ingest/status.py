@@ -31,14 +31,15 @@ from urllib.parse import unquote_plus
 
 from pydantic import BaseModel, ConfigDict
 
+from agent_knowledge.core.clock import Clock, system_clock
 from agent_knowledge.errors import BodyMissing, KnowledgeBaseMissing, KnowledgeError
 from agent_knowledge.identity.document_access import document_key, is_sidecar
 from agent_knowledge.index.layout import IndexUnavailable, parse_manifest
-from agent_knowledge.index.sizing import deployed_sizing, manifest_index_bytes
+from agent_knowledge.index.sizing import largest_index_bytes, manifest_index_bytes
 from agent_knowledge.records import DocumentRecord, KnowledgeBaseRecord
 from agent_knowledge.repositories.bundle import Repositories
 from agent_knowledge.repositories.sources import ListedObject, SourceObjects
-from agent_knowledge.runtime.clock import Clock, system_clock
+from agent_knowledge.settings import SizingSettings, sizing_settings
 
 ListingStatus = Literal["ready", "pending", "failed", "not_ingested"]
 
@@ -407,9 +408,11 @@ def kb_status(
     sources: SourceObjects | None = None,
     dead_letters: DeadLetters | None = None,
     grace: float = GRACE_SECONDS,
+    sizing: SizingSettings | None = None,
 ) -> KbStatus:
     """The KB's counts: every object classified once (`classify`), so that ready + pending +
-    failed + not_ingested == objects. The records are read with a projection (`states`)."""
+    failed + not_ingested == objects. The records are read with a projection (`states`).
+    `sizing`: the deployment's storage (None: the operator's environment, as `kb status` runs)."""
     kb = _knowledge_base(repositories, kb_id)
     objects = _listed(sources, kb_id)
     records = list(repositories.documents.states(kb_id, consistent=True))
@@ -438,7 +441,7 @@ def kb_status(
         dead_lettered=dead_letters.count if dead_letters is not None else None,
         index_generation=kb.generation,
         index_bytes=None if manifest is None else manifest_index_bytes(manifest),
-        largest_index_bytes=deployed_sizing().largest_index_bytes,
+        largest_index_bytes=largest_index_bytes(sizing or sizing_settings()),
         vectors=_vector_status(manifest, kb_id),
         oldest_pending_age_seconds=round(max(0.0, now - min(waiting)), 3) if waiting else None,
         last_sync=iso_utc(kb.last_sync) if kb.last_sync is not None else None,

@@ -18,6 +18,8 @@ import hmac
 from concurrent.futures import Future
 from dataclasses import dataclass
 
+from agent_knowledge.core.concurrency import background
+from agent_knowledge.dependencies import Dependencies
 from agent_knowledge.errors import (
     KnowledgeChanged,
     KnowledgeError,
@@ -46,8 +48,6 @@ from agent_knowledge.references.codec import (
     reference_digest,
 )
 from agent_knowledge.repositories.bodies import BodyMissing, BodyReplaced
-from agent_knowledge.runtime.concurrency import background
-from agent_knowledge.runtime.container import Dependencies
 
 
 def _open_tokens(

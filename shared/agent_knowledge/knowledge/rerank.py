@@ -47,9 +47,9 @@ from typing import Any, Literal, Protocol, get_args
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
+from agent_knowledge.core.per_container import per_container
 from agent_knowledge.errors import ConfigurationError, RerankFailed
 from agent_knowledge.limits import QUERY_MAX_CHARS
-from agent_knowledge.runtime.per_container import per_container
 
 ModelId = Literal["amazon.rerank-v1:0", "cohere.rerank-v3-5:0"]
 RERANK_MODELS: tuple[str, ...] = get_args(ModelId)

@@ -10,6 +10,8 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 
+from agent_knowledge.core.observability import metrics
+from agent_knowledge.dependencies import Dependencies
 from agent_knowledge.identity.caller import Prefetch, Workspace, open_workspace
 from agent_knowledge.identity.run_access import authorize_run
 from agent_knowledge.index.query import query_vector_for, retrieve
@@ -17,8 +19,6 @@ from agent_knowledge.index.query_vector import QueryVector
 from agent_knowledge.knowledge.hints import fit_hints, hint_drafts, search_status
 from agent_knowledge.models import ParsedBody, SearchRequest, SearchResponse
 from agent_knowledge.records import DocumentRecord, RunRecord, SessionRecord
-from agent_knowledge.runtime.container import Dependencies
-from agent_knowledge.runtime.observability import metrics
 
 
 @dataclass(frozen=True)
@@ -94,6 +94,8 @@ def search_workspace(
         scope,
         query.strip(),
         max_docs=min(limit, scope.config.max_docs),
+        cache=deps.index_cache(),
+        embedder=deps.embedder(),
         query_vector=ahead.query_vector if ahead is not None else None,
         viewer=caller.viewer,
     )

@@ -21,9 +21,9 @@ from collections.abc import Collection
 from typing import Any, Final
 from urllib.parse import urlsplit
 
+from agent_knowledge.core.headers import header
+from agent_knowledge.core.per_container import per_container
 from agent_knowledge.errors import ConfigurationError
-from agent_knowledge.runtime.http import header
-from agent_knowledge.runtime.per_container import per_container
 
 ENVIRONMENT_VARIABLE: Final = "MCP_ALLOWED_ORIGINS"
 _DEFAULT_PORTS: Final = {"http": 80, "https": 443}

@@ -56,6 +56,8 @@ from aws_lambda_powertools.event_handler.api_gateway import APIGatewayHttpResolv
 from pydantic import BaseModel
 
 from agent_knowledge import errors, strict_json, wire
+from agent_knowledge.core.headers import header
+from agent_knowledge.core.observability import logger
 from agent_knowledge.limits import REQUEST_MAX_BODY_BYTES
 from agent_knowledge.mcp.origins import origin_allowed
 from agent_knowledge.mcp.tool_catalog import (
@@ -69,8 +71,7 @@ from agent_knowledge.mcp.tool_catalog import (
     tool_error_text,
 )
 from agent_knowledge.models import ParsedBody
-from agent_knowledge.runtime.http import Response, header, json_response, parse_body_later, raw_body, status_of
-from agent_knowledge.runtime.observability import logger
+from agent_knowledge.runtime.http import Response, json_response, parse_body_later, raw_body, status_of
 
 # The revisions whose Streamable HTTP transport this endpoint implements, oldest first.
 PROTOCOL_VERSIONS: Final = ("2025-03-26", "2025-06-18", "2025-11-25")

@@ -7,11 +7,11 @@ containers pick up the new value (new containers read it at their first signing 
 
 from __future__ import annotations
 
+from agent_knowledge.core.per_container import per_container
 from agent_knowledge.errors import KnowledgeUnavailable
 from agent_knowledge.references.codec import TokenCodec
 from agent_knowledge.repositories import aws
 from agent_knowledge.repositories.secrets import SecretStore
-from agent_knowledge.runtime.per_container import per_container
 from agent_knowledge.settings import get_settings
 
 

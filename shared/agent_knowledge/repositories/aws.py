@@ -10,7 +10,7 @@ from __future__ import annotations
 import threading
 from typing import Any
 
-from agent_knowledge.runtime.per_container import on_reset
+from agent_knowledge.core.per_container import on_reset
 
 MAX_ATTEMPTS = 3
 CONNECT_TIMEOUT_SECONDS = 1

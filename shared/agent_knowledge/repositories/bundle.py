@@ -6,6 +6,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from agent_knowledge.core.per_container import per_container
 from agent_knowledge.repositories import aws
 from agent_knowledge.repositories.bodies import BodyStore
 from agent_knowledge.repositories.config import (
@@ -18,7 +19,6 @@ from agent_knowledge.repositories.documents import DocumentRepository
 from agent_knowledge.repositories.runs import RunRepository
 from agent_knowledge.repositories.sessions import SessionRepository
 from agent_knowledge.repositories.turn_store import TurnRepository
-from agent_knowledge.runtime.per_container import per_container
 from agent_knowledge.settings import Settings, get_settings
 
 

@@ -1,1 +1,1 @@
-"""What every Lambda function shares at run time: the HTTP adapter, container wiring, observability, the clock."""
+"""What every Lambda function shares at run time: the HTTP adapter, entry points, container wiring, SnapStart."""

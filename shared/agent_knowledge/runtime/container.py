@@ -1,49 +1,22 @@
-"""What a handler needs from the outside world, injectable for tests, and the container's caches.
-
-Handlers build the defaults once per container, lazily; tests pass their own instance.
-`reset_container_caches()` is the one way to forget everything the layer caches per container
-(`runtime/per_container.py`).
+"""The container's wiring: `Dependencies` built once per container, lazily, from the settings read
+once (`settings.get_settings`); tests pass their own instance. `reset_container_caches()` is the
+one way to forget everything the layer caches per container (`core/per_container.py`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass, field
-
-from agent_knowledge.references.codec import TokenCodec
-from agent_knowledge.references.server_token import default_codec
+from agent_knowledge.core.per_container import per_container, reset_all
+from agent_knowledge.dependencies import Dependencies, PipelineDependencies
 from agent_knowledge.repositories import aws
-from agent_knowledge.repositories.bundle import Repositories, default_repositories
+from agent_knowledge.repositories.bundle import default_repositories
 from agent_knowledge.repositories.queues import IndexQueue, SourceQueue
 from agent_knowledge.repositories.sources import SourceObjects
-from agent_knowledge.runtime.clock import Clock, system_clock
-from agent_knowledge.runtime.per_container import per_container, reset_all
 from agent_knowledge.settings import get_settings
-
-
-@dataclass(frozen=True)
-class Dependencies:
-    repositories: Repositories
-    clock: Clock = field(default=system_clock)
-    # Lazy: the signing key is read from Secrets Manager on first use, not at cold start.
-    token_codec: Callable[[], TokenCodec] = field(default=default_codec)
 
 
 @per_container
 def default_dependencies() -> Dependencies:
-    return Dependencies(repositories=default_repositories())
-
-
-@dataclass(frozen=True)
-class PipelineDependencies:
-    """What the ingest, indexer and reconciler functions need: the stores, the sources bucket, the
-    queues (the source queue only the reconciler writes to; None where it is not configured)."""
-
-    repositories: Repositories
-    sources: SourceObjects
-    index_queue: IndexQueue
-    clock: Clock = field(default=system_clock)
-    source_queue: SourceQueue | None = None
+    return Dependencies(repositories=default_repositories(), settings=get_settings())
 
 
 @per_container
@@ -57,6 +30,7 @@ def default_pipeline_dependencies() -> PipelineDependencies:
         source_queue=SourceQueue(lambda: aws.client("sqs"), settings.source_queue_url)
         if settings.source_queue_url
         else None,
+        settings=settings,
     )
 
 
@@ -79,7 +53,7 @@ def reset_container_caches() -> None:
     dependencies, the signing key and opened indexes — as a new container would start.
 
     Tests and benchmarks that start a new moto stack (whose KB generations begin again at 0) must
-    not see the previous one's state. Every such value is registered with `runtime.per_container`
+    not see the previous one's state. Every such value is registered with `core.per_container`
     by the module that keeps it, so only what was imported (and could have cached) is reset.
     """
     reset_all()

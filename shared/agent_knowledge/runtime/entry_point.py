@@ -12,12 +12,14 @@ from typing import Any
 from aws_lambda_powertools.event_handler.api_gateway import APIGatewayHttpResolver
 from aws_lambda_powertools.logging import correlation_paths
 
+from agent_knowledge.core.headers import header
+from agent_knowledge.core.observability import Handler, logger, metrics, traced
+from agent_knowledge.dependencies import Dependencies
 from agent_knowledge.identity.caller import Workspace, open_run, open_workspace
 from agent_knowledge.records import RunRecord
 from agent_knowledge.runtime import snapstart
-from agent_knowledge.runtime.container import Dependencies, create_clients_at_init, default_dependencies
-from agent_knowledge.runtime.http import header, resolve
-from agent_knowledge.runtime.observability import Handler, logger, metrics, traced
+from agent_knowledge.runtime.container import create_clients_at_init, default_dependencies
+from agent_knowledge.runtime.http import resolve
 
 
 @dataclass(frozen=True)

@@ -23,9 +23,9 @@ from aws_lambda_powertools.event_handler.api_gateway import APIGatewayHttpResolv
 from pydantic import BaseModel, ValidationError
 
 from agent_knowledge import errors, strict_json, wire
+from agent_knowledge.core.observability import logger
 from agent_knowledge.limits import REQUEST_MAX_BODY_BYTES
 from agent_knowledge.models import ParsedBody
-from agent_knowledge.runtime.observability import logger
 
 JSON = "application/json"
 
@@ -132,16 +132,6 @@ def parse_body_later(
         return ParsedBody(parse_body(event, model, max_bytes), None)
     except errors.InvalidRequest as error:
         return ParsedBody(None, error)
-
-
-def header(event: dict[str, Any], name: str) -> str | None:
-    """Case-insensitive header lookup (API Gateway v2 lower-cases names; a person may not)."""
-    headers = event.get("headers") or {}
-    wanted = name.lower()
-    for key, value in headers.items():
-        if key.lower() == wanted:
-            return value
-    return None
 
 
 def register_error_handlers(app: APIGatewayHttpResolver) -> None:

@@ -16,11 +16,11 @@ from __future__ import annotations
 import hashlib
 import hmac
 
+from agent_knowledge.dependencies import Dependencies
 from agent_knowledge.errors import RunNotReady, TurnConflict
 from agent_knowledge.identity.scope import canonical_json
 from agent_knowledge.records import RunRecord
 from agent_knowledge.repositories.turn_store import CompletionClaim
-from agent_knowledge.runtime.container import Dependencies
 from agent_knowledge.turns.payloads import CompleteRunRequest, CompleteRunResponse
 
 

@@ -17,6 +17,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from agent_knowledge import wire
+from agent_knowledge.core.concurrency import background
+from agent_knowledge.dependencies import Dependencies
 from agent_knowledge.errors import KnowledgeChanged, KnowledgeUnavailable
 from agent_knowledge.identity.caller import Caller, Workspace
 from agent_knowledge.identity.scope import Scope
@@ -28,8 +30,6 @@ from agent_knowledge.limits import QUERY_MAX_CHARS, SEARCH_MAX_BYTES, SEARCH_MAX
 from agent_knowledge.models import SearchStatus
 from agent_knowledge.records import RunRecord
 from agent_knowledge.repositories.bodies import BodyMissing
-from agent_knowledge.runtime.concurrency import background
-from agent_knowledge.runtime.container import Dependencies
 from agent_knowledge.turns.payloads import (
     INLINE_CONTENT_MAX_CHARS,
     KnowledgeDelivery,
@@ -76,6 +76,8 @@ def inline_knowledge(deps: Dependencies, caller: Caller, run: RunRecord, scope: 
         scope,
         query,
         max_docs=scope.config.max_docs,
+        cache=deps.index_cache(),
+        embedder=deps.embedder(),
         viewer=caller.viewer,
     )
     status = search_status(result)

@@ -30,6 +30,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 
 from agent_knowledge import wire
+from agent_knowledge.core.observability import logger, metrics
+from agent_knowledge.dependencies import Dependencies
 from agent_knowledge.errors import KnowledgeUnavailable, RunNotReady, TurnConflict
 from agent_knowledge.identity.caller import Caller, Prefetch, Workspace, open_workspace
 from agent_knowledge.identity.run_access import authorize_task_binding
@@ -37,8 +39,6 @@ from agent_knowledge.identity.scope import canonical_json
 from agent_knowledge.models import ParsedBody
 from agent_knowledge.records import RunRecord
 from agent_knowledge.repositories.turn_store import TurnClaim
-from agent_knowledge.runtime.container import Dependencies
-from agent_knowledge.runtime.observability import logger, metrics
 from agent_knowledge.turns.context import prepare_context
 from agent_knowledge.turns.payloads import TurnRequest
 

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from aws_lambda_powertools import Logger, Metrics
 
-from agent_knowledge.runtime.per_container import per_container
+from agent_knowledge.core.per_container import per_container
 
 if TYPE_CHECKING:
     from aws_lambda_powertools import Tracer

@@ -1,0 +1,75 @@
+"""What the domain needs from the outside world, carried as one value and injectable for tests.
+
+The container builds them once (`runtime/container.py`); a handler passes them down, and code
+below takes what it needs from them as parameters: the stores, the clock, the signing codec, the
+settings, the embedder and its vector space, the opened-index cache (docs/DESIGN.md §11).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from agent_knowledge.core.clock import Clock, system_clock
+from agent_knowledge.references.codec import TokenCodec
+from agent_knowledge.references.server_token import default_codec
+from agent_knowledge.repositories.bundle import Repositories
+from agent_knowledge.repositories.queues import IndexQueue, SourceQueue
+from agent_knowledge.repositories.sources import SourceObjects
+from agent_knowledge.settings import Settings, get_settings
+
+if TYPE_CHECKING:
+    from agent_knowledge.embedding.base import Embedder
+    from agent_knowledge.index.reader_cache import IndexCache
+
+
+def container_index_cache() -> IndexCache:
+    """The container's opened indexes (imported on first use: tantivy loads only where a search runs)."""
+    from agent_knowledge.index.reader_cache import index_cache
+
+    return index_cache
+
+
+class _Embedding:
+    """The embedder and vector space of the settings' embedding section (shared by both kinds)."""
+
+    settings: Settings
+
+    def embedder(self) -> Embedder | None:
+        """The configured embedder, built on first use (a local model's weights load once per process)."""
+        from agent_knowledge.embedding.factory import make_embedder
+
+        return make_embedder(self.settings.embedding)
+
+    @property
+    def vector_space(self) -> str:
+        """The vector space new vectors go into; "" for a lexical-only stack."""
+        from agent_knowledge.embedding.factory import vector_space_of
+
+        return vector_space_of(self.settings.embedding)
+
+
+@dataclass(frozen=True)
+class Dependencies(_Embedding):
+    """What the API functions need."""
+
+    repositories: Repositories
+    clock: Clock = field(default=system_clock)
+    # Lazy: the signing key is read from Secrets Manager on first use, not at cold start.
+    token_codec: Callable[[], TokenCodec] = field(default=default_codec)
+    settings: Settings = field(default_factory=get_settings)
+    index_cache: Callable[[], IndexCache] = field(default=container_index_cache)
+
+
+@dataclass(frozen=True)
+class PipelineDependencies(_Embedding):
+    """What the ingest, indexer and reconciler functions need: the stores, the sources bucket, the
+    queues (the source queue only the reconciler writes to; None where it is not configured)."""
+
+    repositories: Repositories
+    sources: SourceObjects
+    index_queue: IndexQueue
+    clock: Clock = field(default=system_clock)
+    source_queue: SourceQueue | None = None
+    settings: Settings = field(default_factory=get_settings)
