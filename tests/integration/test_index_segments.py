@@ -331,11 +331,11 @@ def test_a_manifest_of_another_schema_version_fails_the_source_and_the_next_upda
     stack, ingestor, monkeypatch
 ):
     published(stack.repositories, ingestor.put("kb", "a.md", "Cats", "Cats sleep all day."))
+    import agent_knowledge.index.generation as generation
     import agent_knowledge.index.layout as layout
-    import agent_knowledge.index.writer as index_writer
 
-    monkeypatch.setattr(index_writer, "SCHEMA_VERSION", layout.SCHEMA_VERSION + 1)
-    monkeypatch.setattr(layout, "SCHEMA_VERSION", index_writer.SCHEMA_VERSION)
+    monkeypatch.setattr(generation, "SCHEMA_VERSION", layout.SCHEMA_VERSION + 1)
+    monkeypatch.setattr(layout, "SCHEMA_VERSION", generation.SCHEMA_VERSION)
     reset_local_state()
     manifests.clear()
     assert search(stack, ["kb"], "cats").failed_kb_ids == ["kb"]

@@ -11,14 +11,13 @@ again on the winner's generation, if it still needs it.
 from __future__ import annotations
 
 from agent_knowledge.core.observability import logger
-from agent_knowledge.embedding.factory import configured_vector_space
 from agent_knowledge.errors import KnowledgeBaseMissing
 from agent_knowledge.index import merge_policy
 from agent_knowledge.index import writer as index_writer
+from agent_knowledge.index.generation import compose_generation
 from agent_knowledge.index.layout import IndexManifest
 from agent_knowledge.index.local_files import LocalFiles, local_files
 from agent_knowledge.index.segment_passes import edit, segment_sizes
-from agent_knowledge.index.vector_generation import carry_vectors
 from agent_knowledge.repositories.bundle import Repositories
 
 MAX_ATTEMPTS = 3
@@ -44,8 +43,9 @@ def compact_kb_index(repositories: Repositories, kb_id: str, files: LocalFiles =
         directory, _ = files.materialize(repositories.bodies, base, index_writer.writer_owner(kb_id))
         try:
             merges = edit(directory, lambda editor: editor.merge(None))
-            manifest = index_writer.describe(directory, kb_id, kb.generation + 1, base.documents, base, "compaction")
-            manifest = carry_vectors(manifest, base, (), configured_vector_space())
+            manifest = compose_generation(
+                directory, kb_id, kb.generation + 1, base.documents, "compaction", (), base=base
+            )
             published = index_writer.publish(repositories, kb, manifest, directory, base, set())
             if published is not None:
                 index_writer.keep_local_copy(files, directory, published)

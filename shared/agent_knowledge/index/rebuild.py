@@ -15,7 +15,6 @@ from collections.abc import Iterator
 from typing import NamedTuple
 
 from agent_knowledge.core.observability import logger
-from agent_knowledge.embedding.factory import configured_vector_space
 from agent_knowledge.errors import KnowledgeBaseMissing, KnowledgeUnavailable
 from agent_knowledge.index import writer as index_writer
 from agent_knowledge.index.builder import IndexedChunk, write_index
@@ -27,11 +26,11 @@ from agent_knowledge.index.chunk_loader import (
     left_out,
     load_all,
 )
+from agent_knowledge.index.generation import LocalGeneration, compose_generation
 from agent_knowledge.index.kb_index import KbIndex
 from agent_knowledge.index.layout import IndexManifest, IndexUnavailable
 from agent_knowledge.index.local_files import LocalFiles, LocalStorageFailed, local_files
 from agent_knowledge.index.reader_cache import open_generation
-from agent_knowledge.index.vector_generation import carry_vectors_into_rebuild
 from agent_knowledge.records import DocumentRecord, KnowledgeBaseRecord
 from agent_knowledge.repositories.bundle import Repositories
 
@@ -83,7 +82,6 @@ def rebuild_kb_index(
         load = chunk_loader(repositories.bodies, sources)
         records = _ready_records(repositories, kb_id)
         indexed: dict[str, str] = {}  # doc_id → revision of what the built index holds
-        vector_space = configured_vector_space()
 
         def chunks() -> Iterator[IndexedChunk]:
             for record, loaded in load_all([records[doc_id] for doc_id in sorted(records)], load):
@@ -96,15 +94,10 @@ def rebuild_kb_index(
         write_index(directory, chunks())
         uploaded: set[str] = set()
         for _ in range(index_writer.MAX_PUBLISH_ATTEMPTS):
-            manifest = index_writer.describe(directory, kb_id, kb.generation + 1, len(indexed), None, kind="rebuild")
             # Every document waits for vectors; the previous generation's of the same model are reused.
-            manifest = carry_vectors_into_rebuild(
-                manifest,
-                previous.manifest if previous else None,
-                previous.directory if previous else None,
-                directory,
-                indexed,
-                vector_space,
+            reused = LocalGeneration(previous.manifest, previous.directory) if previous else None
+            manifest = compose_generation(
+                directory, kb_id, kb.generation + 1, len(indexed), "rebuild", indexed, previous=reused
             )
             published = index_writer.publish(repositories, kb, manifest, directory, None, uploaded)
             if published is not None:

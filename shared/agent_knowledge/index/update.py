@@ -23,16 +23,15 @@ from __future__ import annotations
 from collections.abc import Collection
 
 from agent_knowledge.core.observability import logger
-from agent_knowledge.embedding.factory import configured_vector_space
 from agent_knowledge.errors import KnowledgeBaseMissing, KnowledgeError, KnowledgeUnavailable
 from agent_knowledge.index import writer as index_writer
 from agent_knowledge.index.chunk_loader import RecentChunks, chunk_loader, verified
 from agent_knowledge.index.compaction import compact_kb_index
+from agent_knowledge.index.generation import compose_generation
 from agent_knowledge.index.kb_index import KbIndex
 from agent_knowledge.index.layout import IndexManifest, IndexUnavailable
 from agent_knowledge.index.local_files import LocalFiles, LocalStorageFailed, local_files
 from agent_knowledge.index.rebuild import rebuild_kb_index
-from agent_knowledge.index.vector_generation import carry_vectors
 from agent_knowledge.records import DocumentRecord, KnowledgeBaseRecord
 from agent_knowledge.repositories.bundle import Repositories
 
@@ -140,8 +139,7 @@ def _apply(
         load = chunk_loader(repositories.bodies, [known])
         added = index_writer.apply_changes(directory, changed, ready, load, located=located)
         documents = base.documents - len(present & set(changed)) + len(added)
-        manifest = index_writer.describe(directory, kb.kb_id, kb.generation + 1, documents, base, kind="update")
-        manifest = carry_vectors(manifest, base, added, configured_vector_space())
+        manifest = compose_generation(directory, kb.kb_id, kb.generation + 1, documents, "update", added, base=base)
         published: index_writer.Published | None = index_writer.publish(
             repositories, kb, manifest, directory, base, set()
         )

@@ -1,5 +1,6 @@
 """What full rebuilds and incremental updates share: apply document changes to a local index,
-describe the result as a manifest, upload what is new, publish it, collect garbage.
+upload what is new of a generation (composed by `generation.compose_generation`), publish it,
+collect garbage.
 
 Publishing (docs/DESIGN.md §10): every new file is uploaded under its own content-addressed key,
 then the manifest under a key unique to this attempt; then one conditional write on the KB record
@@ -21,7 +22,6 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
-from typing import Any, Literal
 
 from agent_knowledge.core.observability import logger
 from agent_knowledge.core.per_container import on_reset
@@ -33,21 +33,15 @@ from agent_knowledge.index.layout import (
     FILE_CONTENT_TYPE,
     KEEP_GENERATIONS,
     MANIFEST_CONTENT_TYPE,
-    TEXT_EXTENSION,
-    TEXT_ROLE,
     IndexFile,
     IndexManifest,
     file_key,
-    file_name_ok,
     manifest_key,
     prefix,
-    segment_files,
-    sha256_of_file,
 )
 from agent_knowledge.index.local_files import LocalFiles
 from agent_knowledge.index.reader_cache import read_manifest
-from agent_knowledge.index.segment_passes import Located, SegmentEditor, alive_chunks, edit
-from agent_knowledge.index.versions import FORMAT_VERSION, SCHEMA_VERSION, tantivy_version
+from agent_knowledge.index.segment_passes import Located, SegmentEditor, edit
 from agent_knowledge.records import DocumentRecord, KnowledgeBaseRecord
 from agent_knowledge.repositories.bodies import BodyMissing, BodyStore
 from agent_knowledge.repositories.bundle import Repositories
@@ -121,43 +115,6 @@ def apply_changes(
 
     edit(directory, change)
     return added
-
-
-def describe(
-    directory: str,
-    kb_id: str,
-    generation: int,
-    documents: int,
-    base: IndexManifest | None,
-    kind: Literal["rebuild", "update", "compaction"],
-) -> IndexManifest:
-    """The manifest of the index in `directory` as generation `generation`. Files the base already
-    has are immutable, so only new ones are hashed."""
-    with open(os.path.join(directory, "meta.json"), encoding="utf-8") as source:
-        meta: dict[str, Any] = json.load(source)
-    names = [name for name in os.listdir(directory) if file_name_ok(name)]
-    files: dict[str, IndexFile] = {}
-    for name in segment_files(meta, names):
-        if base is not None and name in base.files:
-            files[name] = base.files[name]
-        else:
-            sha256, size = sha256_of_file(os.path.join(directory, name))
-            role = TEXT_ROLE if name.endswith(f".{TEXT_EXTENSION}") else "tantivy"
-            files[name] = IndexFile(sha256=sha256, size=size, role=role)
-    chunks = sum(alive_chunks(segment) for segment in meta.get("segments", []))
-    return IndexManifest(
-        format_version=FORMAT_VERSION,
-        schema_version=SCHEMA_VERSION,
-        tantivy_version=tantivy_version(),
-        kb_id=kb_id,
-        generation=generation,
-        documents=documents,
-        chunks=chunks,
-        index_bytes=sum(entry.size for entry in files.values()),
-        files=files,
-        meta=meta,
-        kind=kind,
-    )
 
 
 @dataclass(frozen=True)
