@@ -6,7 +6,7 @@ needs is recorded (the features): the lexical candidates with their BM25 shares
 (`KbIndex.best_per_document`), the dense candidates with their cosines and the query's background
 (`index/dense.dense_search`, over a vector file of every chunk by the local model), and raw tantivy
 BM25's top 3 (the yardstick). Fusion is then a pure function of the features
-(`knowledge/fusion.calibrated`), so a grid of weights is evaluated in seconds:
+(`index/fusion.calibrated`), so a grid of weights is evaluated in seconds:
 
 - cross-validation, leave one source out: for each source, the weights are chosen on the sets of
   every other source (the objective below) and measured on the held-out source's sets; the figure
@@ -36,8 +36,8 @@ from typing import Any
 from agent_knowledge.embedding.local import LocalEmbedder
 from agent_knowledge.index.analyzer import query_tokens
 from agent_knowledge.index.dense import MIN_SPREAD, PAIR_SPREAD_SHARE, background, dense_search
+from agent_knowledge.index.fusion import WEIGHTS, FusionWeights, calibrated, rescaled
 from agent_knowledge.index.kb_index import AnalyzedQuery
-from agent_knowledge.knowledge.fusion import WEIGHTS, FusionWeights, calibrated, rescaled
 from bench.retrieval import dev_sets
 from bench.retrieval.evaluate import chunks_of
 from bench.retrieval.product_hybrid import with_vectors

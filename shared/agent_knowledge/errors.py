@@ -11,7 +11,7 @@
     ├── SourceTooLarge(size)           a source object over the ingest's limit (repositories/sources)
     ├── IndexUnavailable               no generation of a KB's index can be loaded (index/layout)
     ├── EmbeddingFailed(provider, ...)  an embedding provider gave no vectors (embedding/)
-    ├── RerankFailed(model_id, ...)    the reranker gave no order; search keeps the fused one (knowledge/rerank)
+    ├── RerankFailed(model_id, ...)    the reranker gave no order; search keeps the fused one (index/rerank)
     ├── TokenError → TokenInvalid, TokenExpired(expires_at)   (references/codec)
     ├── JsonRejected                   JSON this API does not accept (strict_json)
     └── ConfigurationError             deployed without the environment template.yaml declares
@@ -303,7 +303,7 @@ class EmbeddingFailed(AgentKnowledgeError):
 
 
 class RerankFailed(AgentKnowledgeError):
-    """The optional reranker (knowledge/rerank.py) returned no order: throttled, timed out or
+    """The optional reranker (index/rerank.py) returned no order: throttled, timed out or
     unreachable after its one retry (`transient=True`), or refused for a reason no retry fixes —
     access denied, model not enabled, a malformed answer (`transient=False`). The search keeps
     the fused order and logs this; it never fails a search."""

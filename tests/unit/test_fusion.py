@@ -1,4 +1,4 @@
-"""Lexical and dense candidates fused into one ranking (knowledge/fusion.py)."""
+"""Lexical and dense candidates fused into one ranking (index/fusion.py)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from agent_knowledge.knowledge.fusion import FusionWeights, calibrated, reciprocal_rank, weighted_min_max
+from agent_knowledge.index.fusion import FusionWeights, calibrated, reciprocal_rank, weighted_min_max
 
 candidates = st.lists(
     st.tuples(st.sampled_from("abcdefghij"), st.floats(-10, 10, allow_nan=False)), max_size=10, unique_by=lambda c: c[0]

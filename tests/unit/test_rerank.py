@@ -1,4 +1,4 @@
-"""The optional Bedrock reranker (knowledge/rerank.py): the Rerank request it sends, how it reads the
+"""The optional Bedrock reranker (index/rerank.py): the Rerank request it sends, how it reads the
 answer, how it fails, and how RERANK_MODEL_ID turns it on. botocore's Stubber checks every request
 and response against the bedrock-agent-runtime service model shipped with botocore."""
 
@@ -12,8 +12,8 @@ from botocore.stub import Stubber
 
 from agent_knowledge.core.per_container import reset_all
 from agent_knowledge.errors import ConfigurationError, RerankFailed
-from agent_knowledge.knowledge import rerank as rerank_module
-from agent_knowledge.knowledge.rerank import (
+from agent_knowledge.index import rerank as rerank_module
+from agent_knowledge.index.rerank import (
     ATTEMPTS,
     CONNECT_TIMEOUT_SECONDS,
     MAX_PASSAGE_CHARACTERS,

@@ -7,14 +7,16 @@ segment, read by ranges), `vectors` (the vector file format and its scan), `vect
 (partitioned vector files read by need), `sizing` (ephemeral storage).
 
 Write side (the indexer): `index_batch` (the function's batch), `publish` (pending marks → one
-generation), `update` (apply a batch of changed documents), `rebuild` (full rebuild), `writer`
-(upload, publish, garbage collection), `merge_policy`, `segment_passes` and `compaction` (merges),
+generation), `update` (apply a batch of changed documents), `rebuild` (full rebuild), `generation`
+(the one way a new generation is composed), `writer` (upload, publish, garbage collection),
+`merge_policy`, `segment_passes` and `compaction` (merges),
 `chunk_loader`/`recent_chunks` (chunk texts for the writer), `vector_generation` and
 `vector_backlog` (embedding passes).
 
 Read side: `reader_cache` (the container's opened generations), `query` (retrieve: hits, their
 validation and texts), `query_vector` (the query's embedding), `dense` (vector search and its
-background), `hybrid` (fusion).
+background), `hybrid` and `fusion` (lexical and dense evidence fused), `rerank` (the optional
+reranker).
 
 docs/DESIGN.md §10 says how they fit together; the restructuring that splits this package by role
 is not yet done.

@@ -3,7 +3,7 @@
 Each retriever proposes the KB's FUSION_DEPTH best documents, each by its best chunk: lexical hits
 scored by their share of the query's BM25 weight (`kb_index`), dense hits by how far their cosine
 stands above the query's background in this KB (`dense.DenseBackground`). They are fused by
-`knowledge/fusion.calibrated`: a dense-only document needs a cosine that stands out from what the
+`index/fusion.calibrated`: a dense-only document needs a cosine that stands out from what the
 model gives unrelated text, a document whose vectors are pending competes on its lexical evidence,
 and a document's fused score is the score that is returned, so `min_score` applies to it. The chunk
 shown for a document is the lexical one unless dense evidence contributed more to the score (a
@@ -16,8 +16,8 @@ from collections.abc import Collection
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from agent_knowledge.index.fusion import WEIGHTS, FusionWeights, calibrated
 from agent_knowledge.index.kb_index import IndexHit
-from agent_knowledge.knowledge.fusion import WEIGHTS, FusionWeights, calibrated
 
 if TYPE_CHECKING:  # index/vectors needs numpy: imported by search only for a KB with vectors
     from agent_knowledge.index.dense import DenseBackground

@@ -29,7 +29,7 @@ from agent_knowledge.index.kb_index import AccessFilter, AnalyzedQuery, IndexHit
 from agent_knowledge.index.layout import IndexUnavailable, VectorFileCorrupt
 from agent_knowledge.index.query_vector import QueryVector, searchable
 from agent_knowledge.index.reader_cache import IndexCache, IndexObjects, ServedIndex, index_cache
-from agent_knowledge.knowledge.rerank import RERANK_CANDIDATES, Reranker
+from agent_knowledge.index.rerank import RERANK_CANDIDATES, Reranker
 from agent_knowledge.records import DocumentRecord, KnowledgeConfig
 from agent_knowledge.repositories.bodies import BodyMissing
 
@@ -145,7 +145,7 @@ def retrieve(
     `viewer`: who the search is for; only documents it may see are candidates (None: every
     document, for the operator's own tools — `kb eval`, benchmarks — never a session's search)."""
     if reranker == CONFIGURED:
-        from agent_knowledge.knowledge.rerank import configured_reranker
+        from agent_knowledge.index.rerank import configured_reranker
 
         reranker = configured_reranker()
     assert reranker != CONFIGURED

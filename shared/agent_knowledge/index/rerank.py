@@ -9,7 +9,7 @@ IAM, latency and price.
 How a search uses it — the caller owns the candidates, the cut to three and the fallback:
 
     from agent_knowledge.errors import RerankFailed
-    from agent_knowledge.knowledge.rerank import RERANK_CANDIDATES, configured_reranker
+    from agent_knowledge.index.rerank import RERANK_CANDIDATES, configured_reranker
 
     reranker = configured_reranker()        # None when off: keep the fused order, nothing to do
     pool = fused[:RERANK_CANDIDATES]        # the fused top 20, best first, one passage each
