@@ -30,7 +30,8 @@ from agent_knowledge.index.local_files import (
 )
 from agent_knowledge.index.publish import publish_rebuild
 from agent_knowledge.index.query import RetrievalResult, retrieve
-from agent_knowledge.index.reader_cache import IndexCache, read_manifest, reset_local_state
+from agent_knowledge.index.reader_cache import IndexCache, reset_local_state
+from agent_knowledge.index.stored_generation import read_manifest
 from agent_knowledge.ingest.ingestor import Ingestor
 from agent_knowledge.knowledge.hints import search_status
 from agent_knowledge.repositories.documents import document_id

@@ -19,9 +19,10 @@ from agent_knowledge.index.layout import KEEP_GENERATIONS, prefix
 from agent_knowledge.index.local_files import LocalFiles
 from agent_knowledge.index.publish import publish_rebuild
 from agent_knowledge.index.query import retrieve
-from agent_knowledge.index.reader_cache import IndexCache, read_manifest, reset_local_state
+from agent_knowledge.index.reader_cache import IndexCache, reset_local_state
 from agent_knowledge.index.rebuild import rebuild_kb_index
 from agent_knowledge.index.segment_passes import SegmentEditor
+from agent_knowledge.index.stored_generation import read_manifest
 from agent_knowledge.index.update import update_kb_index
 from agent_knowledge.index.writer import ORPHAN_GRACE_SECONDS, collect_garbage, manifests
 from agent_knowledge.ingest.ingestor import Ingestor

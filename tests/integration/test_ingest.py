@@ -8,8 +8,9 @@ import pytest
 
 from agent_knowledge.errors import DocumentRejected, KnowledgeUnavailable
 from agent_knowledge.index.publish import publish_rebuild
-from agent_knowledge.index.reader_cache import read_manifest, reset_local_state
+from agent_knowledge.index.reader_cache import reset_local_state
 from agent_knowledge.index.recent_chunks import RecentChunks
+from agent_knowledge.index.stored_generation import read_manifest
 from agent_knowledge.index.update import update_kb_index
 from agent_knowledge.index.writer import manifests
 from agent_knowledge.ingest.ingestor import Ingestor

@@ -28,8 +28,9 @@ from agent_knowledge.index.hybrid import FUSION_DEPTH, fuse
 from agent_knowledge.index.kb_index import AccessFilter, AnalyzedQuery, IndexHit, KbIndex
 from agent_knowledge.index.layout import IndexUnavailable, VectorFileCorrupt
 from agent_knowledge.index.query_vector import QueryVector, searchable
-from agent_knowledge.index.reader_cache import IndexCache, IndexObjects, ServedIndex, index_cache
+from agent_knowledge.index.reader_cache import IndexCache, ServedIndex, index_cache
 from agent_knowledge.index.rerank import RERANK_CANDIDATES, Reranker
+from agent_knowledge.index.stored_generation import IndexObjects
 from agent_knowledge.records import DocumentRecord, KnowledgeConfig
 from agent_knowledge.repositories.bodies import BodyMissing
 

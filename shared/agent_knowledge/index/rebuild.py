@@ -30,7 +30,7 @@ from agent_knowledge.index.generation import LocalGeneration, compose_generation
 from agent_knowledge.index.kb_index import KbIndex
 from agent_knowledge.index.layout import IndexManifest, IndexUnavailable
 from agent_knowledge.index.local_files import LocalFiles, LocalStorageFailed, local_files
-from agent_knowledge.index.reader_cache import open_generation
+from agent_knowledge.index.stored_generation import open_generation
 from agent_knowledge.records import DocumentRecord, KnowledgeBaseRecord
 from agent_knowledge.repositories.bundle import Repositories
 

@@ -40,8 +40,8 @@ from agent_knowledge.index.layout import (
     prefix,
 )
 from agent_knowledge.index.local_files import LocalFiles
-from agent_knowledge.index.reader_cache import read_manifest
 from agent_knowledge.index.segment_passes import Located, SegmentEditor, edit
+from agent_knowledge.index.stored_generation import read_manifest
 from agent_knowledge.records import DocumentRecord, KnowledgeBaseRecord
 from agent_knowledge.repositories.bodies import BodyMissing, BodyStore
 from agent_knowledge.repositories.bundle import Repositories
