@@ -61,7 +61,8 @@ def build(rows: int, dimensions: int, seed: int = 0) -> bytes:
     import numpy as np
 
     from agent_knowledge.embedding.base import normalised
-    from agent_knowledge.index.vectors import VectorRow, write_vectors
+    from agent_knowledge.index.vector_writing import write_vectors
+    from agent_knowledge.index.vectors import VectorRow
 
     generator = np.random.default_rng(seed)
     matrix = normalised(generator.standard_normal((rows, dimensions), dtype=np.float32))

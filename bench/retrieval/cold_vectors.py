@@ -43,7 +43,8 @@ from agent_knowledge.embedding.local import LocalEmbedder
 from agent_knowledge.index.builder import IndexedChunk
 from agent_knowledge.index.layout import VECTOR_ROLE, IndexFile, IndexManifest, manifest_key
 from agent_knowledge.index.local_files import DOWNLOAD_THREADS
-from agent_knowledge.index.vectors import VectorRow, file_name, write_vectors
+from agent_knowledge.index.vector_writing import write_vectors
+from agent_knowledge.index.vectors import VectorRow, file_name
 from agent_knowledge.records import KnowledgeBaseRecord
 from agent_knowledge.repositories.bodies import BodyStore
 from bench.index_store import DirectoryObjects, publish_chunks

@@ -12,7 +12,8 @@ from pathlib import Path
 import numpy as np
 import numpy.typing as npt
 
-from agent_knowledge.index.vectors import VectorFile, VectorRow, write_vectors
+from agent_knowledge.index.vector_writing import write_vectors
+from agent_knowledge.index.vectors import VectorFile, VectorRow
 from bench.retrieval.systems import BenchChunk
 
 CACHE = Path(__file__).resolve().parent / ".cache" / "embeddings"

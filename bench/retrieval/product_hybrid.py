@@ -30,7 +30,8 @@ from agent_knowledge.identity.scope import Scope
 from agent_knowledge.index.dense import dense_hits
 from agent_knowledge.index.layout import VECTOR_ROLE, IndexFile, manifest_key, parse_manifest
 from agent_knowledge.index.query import retrieve
-from agent_knowledge.index.vectors import VectorRow, file_name, write_vectors
+from agent_knowledge.index.vector_writing import write_vectors
+from agent_knowledge.index.vectors import VectorRow, file_name
 from agent_knowledge.records import KnowledgeBaseRecord
 from bench.retrieval.dense import embed_cached
 from bench.retrieval.dev_sets import CORPUS_OF, corpus, queries

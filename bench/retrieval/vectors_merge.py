@@ -27,7 +27,8 @@ MODEL = "bench/512"
 def _make(directory: Path, files: int, rows: int) -> list[Path]:
     import numpy as np
 
-    from agent_knowledge.index.vectors import VectorRow, write_vectors
+    from agent_knowledge.index.vector_writing import write_vectors
+    from agent_knowledge.index.vectors import VectorRow
 
     paths = [directory / f"input-{number}-{rows}.vectors" for number in range(files)]
     generator = np.random.default_rng(1)
@@ -54,7 +55,8 @@ def _merge(method: str, paths: list[str], out: str) -> dict[str, float]:
     import numpy as np
 
     from agent_knowledge.index.vector_generation import _merged
-    from agent_knowledge.index.vectors import file_name, open_vector_file, write_vectors
+    from agent_knowledge.index.vector_writing import write_vectors
+    from agent_knowledge.index.vectors import file_name, open_vector_file
 
     inputs = [open_vector_file(path) for path in paths]
     cpu, wall = time.process_time(), time.perf_counter()

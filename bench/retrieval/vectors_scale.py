@@ -32,7 +32,8 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from agent_knowledge.index.vectors import PROBES, VectorFile, VectorRow, write_vectors
+from agent_knowledge.index.vector_writing import write_vectors
+from agent_knowledge.index.vectors import PROBES, VectorFile, VectorRow
 from bench.retrieval.dense import embed_cached
 from bench.retrieval.dev_sets import corpus, queries
 from bench.retrieval.evaluate import chunks_of

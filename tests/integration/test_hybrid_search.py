@@ -317,7 +317,8 @@ def test_a_search_container_reads_a_partitioned_vector_file_by_need(stack, inges
 
     from agent_knowledge.index import vector_generation
     from agent_knowledge.index.reader_cache import index_cache, reset_local_state
-    from agent_knowledge.index.vectors import LISTS_FORMAT, write_vectors
+    from agent_knowledge.index.vector_writing import write_vectors
+    from agent_knowledge.index.vectors import LISTS_FORMAT
 
     monkeypatch.setattr(vector_generation, "write_vectors", functools.partial(write_vectors, partition_rows=0))
     embed_unembedded(stack.repositories, "kb", embedder)

@@ -15,7 +15,8 @@ from agent_knowledge.index.dense import ROWS_PER_DOCUMENT, OpenedVectors, dense_
 from agent_knowledge.index.layout import VECTOR_ROLE, IndexFile, IndexManifest, VectorFileCorrupt
 from agent_knowledge.index.local_files import LocalFiles
 from agent_knowledge.index.vector_ranges import HEAD_READ_BYTES, RangeReads, open_by_need
-from agent_knowledge.index.vectors import LISTS_FORMAT, VectorFile, VectorRow, file_name, write_vectors
+from agent_knowledge.index.vector_writing import write_vectors
+from agent_knowledge.index.vectors import LISTS_FORMAT, VectorFile, VectorRow, file_name
 
 SPACE = "test-model/8"
 # More rows than EXACT_ROWS: the search probes lists (245 lists of ~245 rows).

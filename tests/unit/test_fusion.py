@@ -180,7 +180,8 @@ def test_dense_background_is_robust_and_its_spread_has_floors():
     import numpy as np
 
     from agent_knowledge.index.dense import MIN_SPREAD, _Sample, background
-    from agent_knowledge.index.vectors import VectorFile, VectorRow, write_vectors
+    from agent_knowledge.index.vector_writing import write_vectors
+    from agent_knowledge.index.vectors import VectorFile, VectorRow
 
     rng = np.random.default_rng(3)
     matrix = rng.normal(size=(300, 16)).astype(np.float32)

@@ -13,16 +13,8 @@ from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
 from agent_knowledge.embedding.local import LocalEmbedder
-from agent_knowledge.index.vectors import (
-    FORMAT_VERSION,
-    VectorFile,
-    VectorFileCorrupt,
-    VectorRow,
-    file_name,
-    quantise,
-    write_quantised,
-    write_vectors,
-)
+from agent_knowledge.index.vector_writing import quantise, write_quantised, write_vectors
+from agent_knowledge.index.vectors import FORMAT_VERSION, VectorFile, VectorFileCorrupt, VectorRow, file_name
 
 
 def unit_rows(count: int, dimensions: int = 16, seed: int = 0) -> np.ndarray:

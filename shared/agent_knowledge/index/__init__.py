@@ -3,8 +3,9 @@
 Format (both sides): `schema`, `analyzer` (tokens), `chunks` (digests), `layout` (keys, manifests,
 VectorFileCorrupt), `versions` (schema and tantivy versions), `local_files` (/tmp copies,
 `by_need`), `builder` (segments), `kb_index` (BM25, access filter), `chunk_text` (chunk texts per
-segment, read by ranges), `vectors` (the vector file format and its scan), `vector_ranges`
-(partitioned vector files read by need), `sizing` (ephemeral storage).
+segment, read by ranges), `vectors` (the vector file format, read, and its scan), `vector_writing`
+(a vector file written), `vector_ranges` (partitioned vector files read by need), `sizing`
+(ephemeral storage), `stored_generation` (a manifest read, a generation's files opened).
 
 Write side (the indexer): `index_batch` (the function's batch), `publish` (pending marks → one
 generation), `update` (apply a batch of changed documents), `rebuild` (full rebuild), `generation`

@@ -48,16 +48,14 @@ from agent_knowledge.index.chunks import IndexedChunk
 from agent_knowledge.index.kb_index import KbIndex
 from agent_knowledge.index.layout import VECTOR_ROLE, IndexFile, IndexManifest
 from agent_knowledge.index.local_files import LocalFiles, local_files
+from agent_knowledge.index.vector_writing import Sink, write_quantised, write_vectors
 from agent_knowledge.index.vectors import (
-    Sink,
     VectorFile,
     VectorFileCorrupt,
     VectorRow,
     name_of,
     open_vector_file,
     vector_files,
-    write_quantised,
-    write_vectors,
 )
 from agent_knowledge.records import KnowledgeBaseRecord
 from agent_knowledge.repositories.bundle import Repositories
