@@ -65,9 +65,9 @@ def _timed(search: Any) -> tuple[float, float]:
 
 def run(profile: str = "full") -> dict[str, Any]:
     from agent_knowledge.identity.document_access import Viewer
-    from agent_knowledge.index.analyzer import query_tokens
-    from agent_knowledge.index.builder import write_index
-    from agent_knowledge.index.kb_index import AccessFilter, AnalyzedQuery, KbIndex
+    from agent_knowledge.index_format.analyzer import query_tokens
+    from agent_knowledge.index_format.builder import write_index
+    from agent_knowledge.index_format.kb_index import AccessFilter, AnalyzedQuery, KbIndex
     from agent_knowledge.records import Principal
     from bench.segments import _chunks, _queries
 

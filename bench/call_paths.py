@@ -21,7 +21,7 @@ generation with vectors. Then each path is run once to warm up and once measured
 How it counts: a profile function (`sys.setprofile` for the measuring thread, `threading.setprofile`
 for every thread started after the benchmark began, so the thread pools' workers too) sees Python's
 call and return events. Only frames whose code is the project's own are kept: a file of the layer
-package (shared/agent_knowledge, named by its import name, `agent_knowledge.index.writer`) or a
+package (shared/agent_knowledge, named by its import name, `agent_knowledge.indexer.writer`) or a
 function's handler (functions/<name>/app.py, named `functions.<name>.app`). For each kept event the
 "caller" is the nearest kept frame below it on its thread's stack (botocore, moto, the standard
 library and the local runner in between are looked through). Per path:

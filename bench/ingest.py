@@ -60,7 +60,7 @@ def in_memory_repositories(kb_id: str, count: int) -> MemoryRepositories:
 
 
 def rebuild_in_memory(count: int, repeats: int) -> dict[str, Any]:
-    from agent_knowledge.index.rebuild import rebuild_kb_index
+    from agent_knowledge.indexer.rebuild import rebuild_kb_index
 
     repositories = in_memory_repositories("bench", count)
     times = []
@@ -85,7 +85,7 @@ def _generations(times: list[float]) -> dict[str, Any]:
 
 
 def rebuild_against_moto(count: int, repeats: int) -> dict[str, Any]:
-    from agent_knowledge.index.publish import publish_rebuild
+    from agent_knowledge.indexer.publish import publish_rebuild
 
     with local_stack() as repositories, quiet():
         seed_demo_workspace(repositories)

@@ -307,7 +307,7 @@ def embedding_cpu(folder: Path, sample_size: int, seed: int) -> dict[str, Any]:
     """The local embedding model's own CPU for the folder (module doc): chunks as the ingestor cuts
     them, CPU per chunk measured on a seeded sample, per document for all of them."""
     from agent_knowledge.embedding.local import LocalEmbedder
-    from agent_knowledge.index.vector_generation import EMBED_BATCH
+    from agent_knowledge.indexer.vector_generation import EMBED_BATCH
     from agent_knowledge.ingest.content import prepare_document
     from agent_knowledge.ingest.source_files import media_type_of
 

@@ -43,10 +43,10 @@ def main() -> None:
 
     load_function("search")
     from agent_knowledge.identity.scope import Scope
-    from agent_knowledge.index.local_files import LocalFiles
-    from agent_knowledge.index.query import retrieve
-    from agent_knowledge.index.reader_cache import IndexCache
+    from agent_knowledge.index_format.local_files import LocalFiles
     from agent_knowledge.records import KnowledgeBaseRecord, KnowledgeConfig, SourceConfig
+    from agent_knowledge.retrieval.query import retrieve
+    from agent_knowledge.retrieval.reader_cache import IndexCache
     from bench.index_store import DirectoryObjects
 
     result = {"imported_rss_mib": _mib(_status_kib("VmRSS"))}

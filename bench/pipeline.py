@@ -110,8 +110,8 @@ def pipeline_stack(preload: list[Any] | None = None) -> Iterator[tuple[Any, Any,
     with local_stack() as repositories, quiet():
         create_knowledge_base(repositories, KB)
         if preload:
-            from agent_knowledge.index.publish import publish_rebuild
-            from agent_knowledge.index.recent_chunks import RecentChunks
+            from agent_knowledge.index_format.recent_chunks import RecentChunks
+            from agent_knowledge.indexer.publish import publish_rebuild
             from agent_knowledge.ingest.ingestor import Ingestor
 
             recent = RecentChunks()
@@ -135,8 +135,8 @@ def pipeline_stack(preload: list[Any] | None = None) -> Iterator[tuple[Any, Any,
 
 def _found(repositories: Any, query: str, title: str) -> bool:
     from agent_knowledge.identity.scope import Scope
-    from agent_knowledge.index.query import retrieve
     from agent_knowledge.records import KnowledgeConfig, SourceConfig
+    from agent_knowledge.retrieval.query import retrieve
 
     config = KnowledgeConfig(enabled=True, sources=[SourceConfig(kb_id=KB)])
     scope = Scope(config, repositories.knowledge_bases.get_many([KB]))

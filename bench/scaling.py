@@ -30,13 +30,13 @@ from typing import Any
 from tests.support.fakes import MemoryDocuments
 
 from agent_knowledge.identity.scope import Scope
-from agent_knowledge.index.builder import IndexedChunk
-from agent_knowledge.index.chunks import chunk_digest
-from agent_knowledge.index.local_files import LocalFiles
-from agent_knowledge.index.query import retrieve
-from agent_knowledge.index.reader_cache import IndexCache
+from agent_knowledge.index_format.builder import IndexedChunk
+from agent_knowledge.index_format.chunks import chunk_digest
+from agent_knowledge.index_format.local_files import LocalFiles
 from agent_knowledge.ingest.chunking import chunk_text
 from agent_knowledge.records import DocumentRecord, KnowledgeConfig, SourceConfig
+from agent_knowledge.retrieval.query import retrieve
+from agent_knowledge.retrieval.reader_cache import IndexCache
 from bench.corpus import documents, known_item_queries
 from bench.index_store import DirectoryObjects, publish_chunks
 from bench.retrieval.systems import BenchChunk, Bm25s, TantivyDirect

@@ -57,8 +57,8 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def _chunks(count: int) -> Iterator[Any]:
-    from agent_knowledge.index.builder import IndexedChunk
-    from agent_knowledge.index.chunks import chunk_digest
+    from agent_knowledge.index_format.builder import IndexedChunk
+    from agent_knowledge.index_format.chunks import chunk_digest
     from agent_knowledge.ingest.chunking import chunk_text
     from bench.corpus import documents
 
@@ -252,7 +252,7 @@ def _cold_on_moto(
     checksums included); then in fresh processes: a first search, and an indexer's first update."""
     import boto3
 
-    from agent_knowledge.index.local_files import DOWNLOAD_THREADS
+    from agent_knowledge.index_format.local_files import DOWNLOAD_THREADS
     from agent_knowledge.repositories.bodies import BodyStore
     from bench.stats import ratio
 
@@ -301,10 +301,10 @@ def _answer_records(bucket: _Bucket, record: Any, scratch: str, queries: list[st
     """The current records (JSON lines) of every document the cold child's first answer validates:
     built from the index outside the timed process, as a container reads them from its table."""
     from agent_knowledge.identity.scope import Scope
-    from agent_knowledge.index.local_files import LocalFiles
-    from agent_knowledge.index.query import retrieve
-    from agent_knowledge.index.reader_cache import IndexCache
+    from agent_knowledge.index_format.local_files import LocalFiles
     from agent_knowledge.records import KnowledgeConfig, SourceConfig
+    from agent_knowledge.retrieval.query import retrieve
+    from agent_knowledge.retrieval.reader_cache import IndexCache
     from bench.segments_child import record_for
 
     cache = IndexCache(LocalFiles(os.path.join(scratch, "answer-records")))
@@ -326,7 +326,7 @@ def _answer_records(bucket: _Bucket, record: Any, scratch: str, queries: list[st
 
 
 def _newest(bucket: _Bucket, record: Any) -> Any:
-    from agent_knowledge.index.layout import parse_manifest
+    from agent_knowledge.index_format.layout import parse_manifest
 
     return parse_manifest(Path(bucket.objects.root, record.index_manifests[0]).read_bytes(), KB_ID)
 
@@ -360,13 +360,13 @@ def measure(size: int, updates: int, doc_chunks: tuple[int, int], query_count: i
     from types import SimpleNamespace
 
     from agent_knowledge.identity.scope import Scope
-    from agent_knowledge.index import merge_policy
-    from agent_knowledge.index import update as update_module
-    from agent_knowledge.index.local_files import LocalFiles
-    from agent_knowledge.index.query import retrieve
-    from agent_knowledge.index.reader_cache import IndexCache
-    from agent_knowledge.index.update import update_kb_index
+    from agent_knowledge.index_format.local_files import LocalFiles
+    from agent_knowledge.indexer import merge_policy
+    from agent_knowledge.indexer import update as update_module
+    from agent_knowledge.indexer.update import update_kb_index
     from agent_knowledge.records import KnowledgeConfig, SourceConfig
+    from agent_knowledge.retrieval.query import retrieve
+    from agent_knowledge.retrieval.reader_cache import IndexCache
     from bench.index_store import publish_chunks
     from bench.stats import percentile, ratio, summary_ms
 

@@ -45,9 +45,9 @@ def raw_search(searcher: Any, query: str, hits: int = 30) -> list[str]:
     validation and matched terms)."""
     import tantivy
 
-    from agent_knowledge.index import schema as fields
-    from agent_knowledge.index.analyzer import query_tokens
-    from agent_knowledge.index.kb_index import AnalyzedQuery
+    from agent_knowledge.index_format import schema as fields
+    from agent_knowledge.index_format.analyzer import query_tokens
+    from agent_knowledge.index_format.kb_index import AnalyzedQuery
 
     analyzed = AnalyzedQuery.of(query_tokens(query))
     terms = [(fields.TEXT, w) for w in analyzed.words] + [(fields.UNIGRAMS, u) for u in analyzed.unigrams]
@@ -125,10 +125,10 @@ def main() -> None:
     import tantivy  # noqa: F401
 
     from agent_knowledge.identity.scope import Scope
-    from agent_knowledge.index.local_files import LocalFiles
-    from agent_knowledge.index.query import retrieve
-    from agent_knowledge.index.reader_cache import IndexCache
+    from agent_knowledge.index_format.local_files import LocalFiles
     from agent_knowledge.records import DocumentRecord, KnowledgeBaseRecord, KnowledgeConfig, SourceConfig
+    from agent_knowledge.retrieval.query import retrieve
+    from agent_knowledge.retrieval.reader_cache import IndexCache
     from bench.index_store import DirectoryObjects
 
     mode = sys.argv[1]
@@ -162,7 +162,7 @@ def main() -> None:
         result["gets"] = store.gets
         result["chunks"] = index.chunk_count
     elif mode == "moto-indexer":
-        from agent_knowledge.index.update import update_kb_index
+        from agent_knowledge.indexer.update import update_kb_index
 
         kb = KnowledgeBaseRecord.model_validate_json(Path(sys.argv[4]).read_text(encoding="utf-8"))
         record = DocumentRecord.model_validate_json(Path(sys.argv[6]).read_text(encoding="utf-8"))
@@ -232,10 +232,10 @@ def _warm(store: Any, records: Any, scope: Any, cache: Any, queries: list[str]) 
     kept. Medians of wall and CPU per search, and the GETs the evicted pass made."""
     import statistics
 
-    from agent_knowledge.index.query import retrieve
+    from agent_knowledge.retrieval.query import retrieve
 
     try:
-        from agent_knowledge.index.chunk_text import cache as text_cache
+        from agent_knowledge.index_format.chunk_text import cache as text_cache
     except ImportError:  # before issue 36: the texts are in tantivy's store
         text_cache = None
     figures: dict[str, Any] = {"queries": len(queries)}

@@ -32,7 +32,7 @@ BUCKET = "bench-segment-objects"
 
 
 def _download_all(store: Any, objects: list[tuple[str, int]], directory: str) -> int:
-    from agent_knowledge.index.local_files import DOWNLOAD_THREADS
+    from agent_knowledge.index_format.local_files import DOWNLOAD_THREADS
 
     def one(key: str) -> int:
         with open(os.path.join(directory, key.replace("/", "_")), "wb") as target:
@@ -46,7 +46,7 @@ def _download_all(store: Any, objects: list[tuple[str, int]], directory: str) ->
 def run(chunks: int, runs: int) -> dict[str, Any]:
     import boto3
 
-    from agent_knowledge.index.layout import TEXT_ROLE
+    from agent_knowledge.index_format.layout import TEXT_ROLE
     from agent_knowledge.repositories.bodies import BodyStore
     from bench.environment import moto_server
     from bench.index_store import DirectoryObjects, publish_chunks

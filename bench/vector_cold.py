@@ -13,7 +13,7 @@ a search container's first dense search:
   memory-maps it and searches;
 - `whole`: this code and its file (format 3), downloaded whole the same way;
 - `by_need` (after): this code, `materialize(by_need=True)` leaves the file out, and `dense_search`
-  reads its head and the probed lists by ranged GETs (`index/vector_ranges`).
+  reads its head and the probed lists by ranged GETs (`index_format/vector_ranges`).
 
 Per run: bytes and GETs from the bucket before the first answer (counted at the `BodyStore`),
 the first search's CPU (`time.process_time`, the child's own: moto runs in another process) and
@@ -46,7 +46,7 @@ KB_ID = "kb-vectors"
 SPACE_MODEL = "bench-model"
 # The functions run numpy with one BLAS thread (template.yaml); the children do the same.
 CHILD_ENVIRONMENT = {"OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1"}
-# Documents a search asks the dense side for (index/hybrid FUSION_DEPTH): k = 3 rows per document.
+# Documents a search asks the dense side for (retrieval/hybrid FUSION_DEPTH): k = 3 rows per document.
 DOCUMENTS = 30
 QUERIES = 20
 # bench.segments' S3 assumptions (a copy: that module is another benchmark's).
@@ -61,8 +61,8 @@ def build(rows: int, dimensions: int, seed: int = 0) -> bytes:
     import numpy as np
 
     from agent_knowledge.embedding.base import normalised
-    from agent_knowledge.index.vector_writing import write_vectors
-    from agent_knowledge.index.vectors import VectorRow
+    from agent_knowledge.index_format.vector_writing import write_vectors
+    from agent_knowledge.index_format.vectors import VectorRow
 
     generator = np.random.default_rng(seed)
     matrix = normalised(generator.standard_normal((rows, dimensions), dtype=np.float32))
@@ -73,8 +73,8 @@ def build(rows: int, dimensions: int, seed: int = 0) -> bytes:
 def manifest_of(data: bytes, rows: int, dimensions: int) -> Any:
     import hashlib
 
-    from agent_knowledge.index.layout import VECTOR_ROLE, IndexFile, IndexManifest
-    from agent_knowledge.index.vectors import file_name
+    from agent_knowledge.index_format.layout import VECTOR_ROLE, IndexFile, IndexManifest
+    from agent_knowledge.index_format.vectors import file_name
 
     entry = IndexFile(sha256=hashlib.sha256(data).hexdigest(), size=len(data), role=VECTOR_ROLE)
     return IndexManifest(
@@ -123,9 +123,9 @@ def child(url: str, manifest_json: str, mode: str, seed: int) -> dict[str, Any]:
     import numpy as np
 
     from agent_knowledge.embedding.base import normalised
-    from agent_knowledge.index.dense import OpenedVectors, dense_search
-    from agent_knowledge.index.layout import IndexManifest
-    from agent_knowledge.index.local_files import LocalFiles
+    from agent_knowledge.index_format.layout import IndexManifest
+    from agent_knowledge.index_format.local_files import LocalFiles
+    from agent_knowledge.retrieval.dense import OpenedVectors, dense_search
 
     manifest = IndexManifest.model_validate_json(manifest_json)
     dimensions = int(manifest.embedding_model_id.rpartition("/")[2])
@@ -214,7 +214,7 @@ def measure(rows: int, dimensions: int, runs: int, url: str, before_tree: Path |
     built_seconds = time.perf_counter() - started
     manifests = {"whole": publish(data, rows, dimensions, url)}
     manifests["by_need"] = manifests["whole"]
-    from agent_knowledge.index.vectors import VectorFile
+    from agent_knowledge.index_format.vectors import VectorFile
 
     opened = VectorFile(data)
     head_bytes, lists, file_bytes = opened.head_bytes, opened.list_total, len(data)

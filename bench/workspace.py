@@ -31,8 +31,8 @@ def seed_demo_workspace(repositories, now: float | None = None) -> None:  # type
 
 def ingest(repositories, kb_id: str, documents: Iterable[SyntheticDocument]) -> IngestTiming:  # type: ignore[no-untyped-def]
     """Put every document (a few at a time, like `agent-knowledge doc put --dir`), then rebuild the index once."""
-    from agent_knowledge.index.publish import publish_rebuild
-    from agent_knowledge.index.recent_chunks import RecentChunks
+    from agent_knowledge.index_format.recent_chunks import RecentChunks
+    from agent_knowledge.indexer.publish import publish_rebuild
     from agent_knowledge.ingest.ingestor import Ingestor
 
     recent = RecentChunks()

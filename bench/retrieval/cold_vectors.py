@@ -40,11 +40,11 @@ import numpy as np
 
 from agent_knowledge.embedding.base import normalised, vector_space
 from agent_knowledge.embedding.local import LocalEmbedder
-from agent_knowledge.index.builder import IndexedChunk
-from agent_knowledge.index.layout import VECTOR_ROLE, IndexFile, IndexManifest, manifest_key
-from agent_knowledge.index.local_files import DOWNLOAD_THREADS
-from agent_knowledge.index.vector_writing import write_vectors
-from agent_knowledge.index.vectors import VectorRow, file_name
+from agent_knowledge.index_format.builder import IndexedChunk
+from agent_knowledge.index_format.layout import VECTOR_ROLE, IndexFile, IndexManifest, manifest_key
+from agent_knowledge.index_format.local_files import DOWNLOAD_THREADS
+from agent_knowledge.index_format.vector_writing import write_vectors
+from agent_knowledge.index_format.vectors import VectorRow, file_name
 from agent_knowledge.records import KnowledgeBaseRecord
 from agent_knowledge.repositories.bodies import BodyStore
 from bench.index_store import DirectoryObjects, publish_chunks
@@ -113,7 +113,7 @@ def add_vectors(
 def upload(client: Any, objects: DirectoryObjects, kbs: list[KnowledgeBaseRecord]) -> None:
     """Every file and manifest of the KB records' generations into the moto bucket, as the indexer
     stores them (`BodyStore.put_file`: S3 checksums that the reader's downloads validate)."""
-    from agent_knowledge.index.layout import parse_manifest
+    from agent_knowledge.index_format.layout import parse_manifest
 
     client.create_bucket(Bucket=MOTO_BUCKET)
     store = BodyStore(lambda: client, MOTO_BUCKET)

@@ -51,12 +51,12 @@ def main() -> None:
     import tantivy  # noqa: F401
 
     from agent_knowledge.embedding.local import LocalEmbedder
-    from agent_knowledge.index.dense import OpenedVectors, dense_hits
-    from agent_knowledge.index.hybrid import FUSION_DEPTH
-    from agent_knowledge.index.local_files import LocalFiles
-    from agent_knowledge.index.query import _revision  # search's own; importing it imports what search does
-    from agent_knowledge.index.reader_cache import IndexCache
+    from agent_knowledge.index_format.local_files import LocalFiles
     from agent_knowledge.records import KnowledgeBaseRecord
+    from agent_knowledge.retrieval.dense import OpenedVectors, dense_hits
+    from agent_knowledge.retrieval.hybrid import FUSION_DEPTH
+    from agent_knowledge.retrieval.query import _revision  # search's own; importing it imports what search does
+    from agent_knowledge.retrieval.reader_cache import IndexCache
 
     url, bucket, kb_json, store_root = sys.argv[1:5]
     hybrid = "--hybrid" in sys.argv[5:]

@@ -1,5 +1,5 @@
 """Dense retrieval for the benchmarks: chunk embeddings (cached on disk, they cost minutes of CPU),
-searched exactly (float cosine) or through the product's vector file (`index/vectors.py`)."""
+searched exactly (float cosine) or through the product's vector file (`index_format/vectors.py`)."""
 
 from __future__ import annotations
 
@@ -12,8 +12,8 @@ from pathlib import Path
 import numpy as np
 import numpy.typing as npt
 
-from agent_knowledge.index.vector_writing import write_vectors
-from agent_knowledge.index.vectors import VectorFile, VectorRow
+from agent_knowledge.index_format.vector_writing import write_vectors
+from agent_knowledge.index_format.vectors import VectorFile, VectorRow
 from bench.retrieval.systems import BenchChunk
 
 CACHE = Path(__file__).resolve().parent / ".cache" / "embeddings"

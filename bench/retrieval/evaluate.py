@@ -6,7 +6,7 @@ import statistics
 import time
 from typing import Any
 
-from agent_knowledge.index.chunks import chunk_digest
+from agent_knowledge.index_format.chunks import chunk_digest
 from agent_knowledge.ingest.chunking import chunk_text
 from bench.retrieval.corpus import KnownItem, Section
 from bench.retrieval.systems import BenchChunk, Bm25s, Ours, TantivyDirect

@@ -4,9 +4,9 @@ For every development set (bench/retrieval/dev_sets.py, this machine's manual pa
 the same chunks (our chunker), the product's own retrievers are run once per query and what fusion
 needs is recorded (the features): the lexical candidates with their BM25 shares
 (`KbIndex.best_per_document`), the dense candidates with their cosines and the query's background
-(`index/dense.dense_search`, over a vector file of every chunk by the local model), and raw tantivy
+(`retrieval/dense.dense_search`, over a vector file of every chunk by the local model), and raw tantivy
 BM25's top 3 (the yardstick). Fusion is then a pure function of the features
-(`index/fusion.calibrated`), so a grid of weights is evaluated in seconds:
+(`retrieval/fusion.calibrated`), so a grid of weights is evaluated in seconds:
 
 - cross-validation, leave one source out: for each source, the weights are chosen on the sets of
   every other source (the objective below) and measured on the held-out source's sets; the figure
@@ -34,10 +34,10 @@ from pathlib import Path
 from typing import Any
 
 from agent_knowledge.embedding.local import LocalEmbedder
-from agent_knowledge.index.analyzer import query_tokens
-from agent_knowledge.index.dense import MIN_SPREAD, PAIR_SPREAD_SHARE, background, dense_search
-from agent_knowledge.index.fusion import WEIGHTS, FusionWeights, calibrated, rescaled
-from agent_knowledge.index.kb_index import AnalyzedQuery
+from agent_knowledge.index_format.analyzer import query_tokens
+from agent_knowledge.index_format.kb_index import AnalyzedQuery
+from agent_knowledge.retrieval.dense import MIN_SPREAD, PAIR_SPREAD_SHARE, background, dense_search
+from agent_knowledge.retrieval.fusion import WEIGHTS, FusionWeights, calibrated, rescaled
 from bench.retrieval import dev_sets
 from bench.retrieval.evaluate import chunks_of
 from bench.retrieval.product_hybrid import with_vectors
@@ -68,7 +68,7 @@ class QueryFeatures:
     targets: tuple[str, ...]
     lexical: list[tuple[str, float]]  # (document key, BM25 share), best first
     dense: list[tuple[str, float]]  # (document key, cosine), best first
-    mean: float  # the query's background (`index/dense.DenseBackground`), its spread not floored
+    mean: float  # the query's background (`retrieval/dense.DenseBackground`), its spread not floored
     spread: float
     rows: int  # the rows of the KB's vector files
     pair_spread: float  # the spread of cosines between the KB's sampled chunks

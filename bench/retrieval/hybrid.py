@@ -3,8 +3,8 @@
 Per set (bench/retrieval/dev_sets.py), on the same chunks (our chunker): MRR@3 and recall@3 of
 - tantivy: raw tantivy BM25 (bench/retrieval/systems.py: en_stem or character bigrams), the yardstick;
 - lexical: our index (the product's `best_per_document`: our analyzer, normalised BM25);
-- dense: the chosen model's chunk embeddings in the product's vector file (`index/vectors.py`);
-- fused: `index/fusion.py` over the 30 best documents of lexical and of dense — weighted
+- dense: the chosen model's chunk embeddings in the product's vector file (`index_format/vectors.py`);
+- fused: `retrieval/fusion.py` over the 30 best documents of lexical and of dense — weighted
   min-max at dense weights 0.1-0.9, and reciprocal-rank fusion (k = 60, equal weights).
 Results in bench/results/hybrid.json and a Markdown table (ratios to tantivy).
 """
@@ -17,9 +17,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from agent_knowledge.index.analyzer import query_tokens
-from agent_knowledge.index.fusion import reciprocal_rank, weighted_min_max
-from agent_knowledge.index.kb_index import AnalyzedQuery
+from agent_knowledge.index_format.analyzer import query_tokens
+from agent_knowledge.index_format.kb_index import AnalyzedQuery
+from agent_knowledge.retrieval.fusion import reciprocal_rank, weighted_min_max
 from bench.retrieval.dense import DenseStored, embed_cached
 from bench.retrieval.dev_sets import CORPUS_OF, SETS, corpus, queries
 from bench.retrieval.evaluate import chunks_of

@@ -3,9 +3,9 @@
 For each development set (bench/retrieval/dev_sets.py), on the same chunks (our chunker):
 - tantivy: raw tantivy BM25 (bench/retrieval/systems.py), the yardstick;
 - lexical: `retrieve()` with no embedder (what a lexical-only stack answers);
-- dense: the product's `index/dense.dense_hits` over the served generation's vector file;
+- dense: the product's `retrieval/dense.dense_hits` over the served generation's vector file;
 - hybrid: `retrieve()` with the local embedder over a generation that has vectors — the search
-  function's path: reader cache, fusion (`index/hybrid.py`), validation against records, grouping.
+  function's path: reader cache, fusion (`retrieval/hybrid.py`), validation against records, grouping.
 The generation with vectors is published the way the indexer's vector pass publishes it (a vector
 file of role `vectors` added to the manifest, `embedding_model_id` set), into a local directory
 standing in for the bucket; chunk embeddings come from the local model (cached on disk by
@@ -27,12 +27,12 @@ from typing import Any
 from agent_knowledge.embedding.base import normalised, vector_space
 from agent_knowledge.embedding.local import LocalEmbedder
 from agent_knowledge.identity.scope import Scope
-from agent_knowledge.index.dense import dense_hits
-from agent_knowledge.index.layout import VECTOR_ROLE, IndexFile, manifest_key, parse_manifest
-from agent_knowledge.index.query import retrieve
-from agent_knowledge.index.vector_writing import write_vectors
-from agent_knowledge.index.vectors import VectorRow, file_name
+from agent_knowledge.index_format.layout import VECTOR_ROLE, IndexFile, manifest_key, parse_manifest
+from agent_knowledge.index_format.vector_writing import write_vectors
+from agent_knowledge.index_format.vectors import VectorRow, file_name
 from agent_knowledge.records import KnowledgeBaseRecord
+from agent_knowledge.retrieval.dense import dense_hits
+from agent_knowledge.retrieval.query import retrieve
 from bench.retrieval.dense import embed_cached
 from bench.retrieval.dev_sets import CORPUS_OF, corpus, queries
 from bench.retrieval.evaluate import chunks_of

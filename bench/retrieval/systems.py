@@ -17,14 +17,14 @@ import tantivy
 from tests.support.fakes import MemoryDocuments
 
 from agent_knowledge.identity.scope import Scope
-from agent_knowledge.index import schema as fields
-from agent_knowledge.index.analyzer import query_tokens
-from agent_knowledge.index.builder import IndexedChunk
-from agent_knowledge.index.kb_index import AnalyzedQuery
-from agent_knowledge.index.local_files import LocalFiles
-from agent_knowledge.index.query import retrieve
-from agent_knowledge.index.reader_cache import IndexCache
+from agent_knowledge.index_format import schema as fields
+from agent_knowledge.index_format.analyzer import query_tokens
+from agent_knowledge.index_format.builder import IndexedChunk
+from agent_knowledge.index_format.kb_index import AnalyzedQuery
+from agent_knowledge.index_format.local_files import LocalFiles
 from agent_knowledge.records import DocumentRecord, KnowledgeConfig, SourceConfig
+from agent_knowledge.retrieval.query import retrieve
+from agent_knowledge.retrieval.reader_cache import IndexCache
 
 TOP_DOCS = 3
 CHUNK_HITS = 30  # chunk hits fetched by the baselines before grouping them into documents

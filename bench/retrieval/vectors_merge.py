@@ -2,7 +2,7 @@
 
 `--files` vector files of `--rows` rows each (seeded random unit vectors, 512 dimensions, written by
 the product's `write_vectors`) are merged into one, as the indexer's vector pass merges them
-(`index/vector_generation._merged`: every row's revision current), in a fresh process per run, and
+(`indexer/vector_generation._merged`: every row's revision current), in a fresh process per run, and
 the process's peak RSS (`ru_maxrss`, the memory-mapped inputs' touched pages included) and CPU
 are reported. `--method floats` merges the way the product did before `358adaf` (every row
 reconstructed as float32, concatenated, quantised again, the file's bytes assembled in memory), for
@@ -27,8 +27,8 @@ MODEL = "bench/512"
 def _make(directory: Path, files: int, rows: int) -> list[Path]:
     import numpy as np
 
-    from agent_knowledge.index.vector_writing import write_vectors
-    from agent_knowledge.index.vectors import VectorRow
+    from agent_knowledge.index_format.vector_writing import write_vectors
+    from agent_knowledge.index_format.vectors import VectorRow
 
     paths = [directory / f"input-{number}-{rows}.vectors" for number in range(files)]
     generator = np.random.default_rng(1)
@@ -54,9 +54,9 @@ class _EveryRevisionCurrent:
 def _merge(method: str, paths: list[str], out: str) -> dict[str, float]:
     import numpy as np
 
-    from agent_knowledge.index.vector_generation import _merged
-    from agent_knowledge.index.vector_writing import write_vectors
-    from agent_knowledge.index.vectors import file_name, open_vector_file
+    from agent_knowledge.index_format.vector_writing import write_vectors
+    from agent_knowledge.index_format.vectors import file_name, open_vector_file
+    from agent_knowledge.indexer.vector_generation import _merged
 
     inputs = [open_vector_file(path) for path in paths]
     cpu, wall = time.process_time(), time.perf_counter()

@@ -1,6 +1,6 @@
 """Vector search at scale: `python -m bench.retrieval.vectors_scale [--rows 1000000]`.
 
-The product's vector file (`index/vectors.py`: int8 codes; above EXACT_ROWS rows partitioned in
+The product's vector file (`index_format/vectors.py`: int8 codes; above EXACT_ROWS rows partitioned in
 ~sqrt(rows) lists, `--probes` lists scanned per query) over `--rows` rows, against exact float32
 cosine on the same rows: recall@10 (the share of the exact top 10 the file returns), query CPU
 (time.process_time) and wall time per query (medians), file bytes per row, write time (CPU and wall).
@@ -32,8 +32,8 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from agent_knowledge.index.vector_writing import write_vectors
-from agent_knowledge.index.vectors import PROBES, VectorFile, VectorRow
+from agent_knowledge.index_format.vector_writing import write_vectors
+from agent_knowledge.index_format.vectors import PROBES, VectorFile, VectorRow
 from bench.retrieval.dense import embed_cached
 from bench.retrieval.dev_sets import corpus, queries
 from bench.retrieval.evaluate import chunks_of

@@ -4,7 +4,7 @@ On every Chinese development set (bench/retrieval/dev_sets.py: questions, identi
 the same chunks (our chunker) are indexed by tantivy three ways, BM25 over the query's terms OR-ed,
 each document ranked by its best chunk, three documents per query:
 
-- `bigrams` (the product's analyzer, `index/analyzer.py`): CJK runs as overlapping character
+- `bigrams` (the product's analyzer, `index_format/analyzer.py`): CJK runs as overlapping character
   bigrams, Latin words and identifiers as words; a CJK character that stands alone in the query is
   matched in a separate unigram field;
 - `bigrams+unigrams`: the same, and every CJK character of the query is matched in the unigram
@@ -29,7 +29,7 @@ from typing import Any
 
 import tantivy
 
-from agent_knowledge.index.analyzer import _CJK_RUN, cjk_unigrams, query_tokens, word_tokens
+from agent_knowledge.index_format.analyzer import _CJK_RUN, cjk_unigrams, query_tokens, word_tokens
 from bench.retrieval import dev_sets
 from bench.retrieval.evaluate import chunks_of
 from bench.retrieval.fusion_tuning import bootstrap_ratio

@@ -10,7 +10,7 @@ from typing import Any
 
 from agent_knowledge.core.observability import logger, traced
 from agent_knowledge.dependencies import PipelineDependencies
-from agent_knowledge.index.index_batch import index_batch
+from agent_knowledge.indexer.index_batch import index_batch
 from agent_knowledge.runtime.container import default_pipeline_dependencies
 
 

@@ -299,8 +299,8 @@ def ingest_directory(
 ) -> IngestSummary:
     """Store every file below `root` (titles found in the documents), then publish one rebuilt
     index: per-document generations would make a bulk load quadratic."""
-    from agent_knowledge.index.publish import publish_rebuild
-    from agent_knowledge.index.recent_chunks import RecentChunks
+    from agent_knowledge.index_format.recent_chunks import RecentChunks
+    from agent_knowledge.indexer.publish import publish_rebuild
     from agent_knowledge.ingest.ingestor import Ingestor
 
     recent = RecentChunks()  # what the rebuild then need not read back from S3
@@ -322,7 +322,7 @@ def ingest_directory(
         if on_result:
             on_result(source, outcome or "failed", error)
     summary.index_generation = publish_rebuild(repositories, kb_id, known=recent)
-    from agent_knowledge.index.vector_backlog import request_embedding_after_rebuild
+    from agent_knowledge.indexer.vector_backlog import request_embedding_after_rebuild
 
     request_embedding_after_rebuild(kb_id, summary.index_generation)  # vectors follow (hybrid search)
     return summary

@@ -7,7 +7,7 @@ An operator writes what their users ask and which documents answer it, one JSON 
 `expected` names acceptable answers by source key (with or without the `KB/` prefix of the sources
 bucket) or by title. Each question is searched three ways over the KB's served index, each answering
 at most three documents as a search does: `lexical` (BM25 alone), `dense` (the embeddings alone,
-best chunk per document) and `hybrid` (what the search routes answer: `index/query.retrieve`, with
+best chunk per document) and `hybrid` (what the search routes answer: `retrieval/query.retrieve`, with
 the fusion, the thresholds of a route with default settings and validation against the records).
 Per mode: MRR@3, recall@3, hit@1, and the questions it missed (no expected document in its three).
 """
@@ -106,9 +106,9 @@ def evaluate(
 ) -> dict[str, Any]:
     """Every question in the three modes over the KB's served index (see module)."""
     from agent_knowledge.embedding.base import vector_space
-    from agent_knowledge.index.query import retrieve
-    from agent_knowledge.index.query_vector import searchable
-    from agent_knowledge.index.reader_cache import index_cache
+    from agent_knowledge.retrieval.query import retrieve
+    from agent_knowledge.retrieval.query_vector import searchable
+    from agent_knowledge.retrieval.reader_cache import index_cache
 
     kb = repositories.knowledge_bases.get(kb_id)
     assert kb is not None
@@ -144,7 +144,7 @@ def _dense_documents(
     repositories: Repositories, served: Any, embedder: Embedder, query: str, kb_id: str
 ) -> list[DocumentRecord]:
     """The three documents whose best chunks are nearest the query, current ones only."""
-    from agent_knowledge.index.dense import dense_hits
+    from agent_knowledge.retrieval.dense import dense_hits
 
     hits = dense_hits(served.manifest, served.directory, embedder.embed_query(query), TOP * 3)
     records = repositories.documents.get_many([(kb_id, hit.doc_id) for hit in hits])

@@ -15,7 +15,7 @@ from agent_knowledge_dev.template import environment_variables, resources_of_typ
 
 SERVER_TOKEN_SECRET_NAME = "agent-knowledge/server-token"
 # The template's defaults of the ephemeral storage sizes: what `kb status` reports the largest
-# servable index from (agent_knowledge.index.sizing).
+# servable index from (agent_knowledge.index_format.sizing).
 LOCAL_PARAMETERS = {
     "RunTtlSeconds": "86400",
     "SearchEphemeralStorageSize": "2048",

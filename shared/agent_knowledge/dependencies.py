@@ -21,12 +21,12 @@ from agent_knowledge.settings import Settings, get_settings
 
 if TYPE_CHECKING:
     from agent_knowledge.embedding.base import Embedder
-    from agent_knowledge.index.reader_cache import IndexCache
+    from agent_knowledge.retrieval.reader_cache import IndexCache
 
 
 def container_index_cache() -> IndexCache:
     """The container's opened indexes (imported on first use: tantivy loads only where a search runs)."""
-    from agent_knowledge.index.reader_cache import index_cache
+    from agent_knowledge.retrieval.reader_cache import index_cache
 
     return index_cache
 

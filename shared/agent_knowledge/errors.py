@@ -9,9 +9,9 @@
     ├── MalformedMessage               a queue message that no retry can apply (ingest, index)
     ├── BodyMissing → BodyReplaced     a stored object is gone or replaced (repositories/bodies)
     ├── SourceTooLarge(size)           a source object over the ingest's limit (repositories/sources)
-    ├── IndexUnavailable               no generation of a KB's index can be loaded (index/layout)
+    ├── IndexUnavailable               no generation of a KB's index can be loaded (index_format/layout)
     ├── EmbeddingFailed(provider, ...)  an embedding provider gave no vectors (embedding/)
-    ├── RerankFailed(model_id, ...)    the reranker gave no order; search keeps the fused one (index/rerank)
+    ├── RerankFailed(model_id, ...)    the reranker gave no order; search keeps the fused one (retrieval/rerank)
     ├── TokenError → TokenInvalid, TokenExpired(expires_at)   (references/codec)
     ├── JsonRejected                   JSON this API does not accept (strict_json)
     └── ConfigurationError             deployed without the environment template.yaml declares
@@ -296,14 +296,14 @@ class EmbeddingFailed(AgentKnowledgeError):
     """An embedding provider returned no vectors: after throttling and transient errors were retried
     with back-off (`transient=True`), or at once for an error no retry can fix (`transient=False`:
     access denied, bad input). Either way the documents stay in their generation's `unembedded`
-    list, searchable lexically, and a later indexer run embeds them (index/vector_generation.py)."""
+    list, searchable lexically, and a later indexer run embeds them (indexer/vector_generation.py)."""
 
     default_message = "embedding failed"
     context_fields = ("provider", "model_id", "error_code", "transient")
 
 
 class RerankFailed(AgentKnowledgeError):
-    """The optional reranker (index/rerank.py) returned no order: throttled, timed out or
+    """The optional reranker (retrieval/rerank.py) returned no order: throttled, timed out or
     unreachable after its one retry (`transient=True`), or refused for a reason no retry fixes —
     access denied, model not enabled, a malformed answer (`transient=False`). The search keeps
     the fused order and logs this; it never fails a search."""

@@ -3,7 +3,7 @@
 Every variable is declared in `template.yaml` (Globals.Function.Environment); there are no
 literal table or bucket names anywhere in the code. `Settings` has two sections, each with its
 own variables: `embedding` (which embedder, docs/retrieval.md "Dense retrieval") and `sizing`
-(each function's ephemeral storage, `index/sizing.py`). The container reads them once
+(each function's ephemeral storage, `index_format/sizing.py`). The container reads them once
 (`get_settings`) and `Dependencies` carries them; code below takes what it needs as parameters.
 
 EMBEDDING_PROVIDER     local | local-e5 | bedrock | none (lexical only; the default when unset — the

@@ -19,22 +19,22 @@ from collections import namedtuple
 
 import pytest
 
-from agent_knowledge.index import local_files as local_files_module
-from agent_knowledge.index import reader_cache
-from agent_knowledge.index.local_files import (
+from agent_knowledge.index_format import local_files as local_files_module
+from agent_knowledge.index_format.local_files import (
     DOES_NOT_FIT,
     IndexDoesNotFit,
     LocalFiles,
     LocalStorageFailed,
     storage_failure,
 )
-from agent_knowledge.index.publish import publish_rebuild
-from agent_knowledge.index.query import RetrievalResult, retrieve
-from agent_knowledge.index.reader_cache import IndexCache, reset_local_state
-from agent_knowledge.index.stored_generation import read_manifest
+from agent_knowledge.index_format.stored_generation import read_manifest
+from agent_knowledge.indexer.publish import publish_rebuild
 from agent_knowledge.ingest.ingestor import Ingestor
 from agent_knowledge.knowledge.hints import search_status
 from agent_knowledge.repositories.documents import document_id
+from agent_knowledge.retrieval import reader_cache
+from agent_knowledge.retrieval.query import RetrievalResult, retrieve
+from agent_knowledge.retrieval.reader_cache import IndexCache, reset_local_state
 from agent_knowledge_dev.admin import create_knowledge_base
 from agent_knowledge_dev.demo import DEMO_KB
 from agent_knowledge_dev.handlers import load_event, with_changes
@@ -218,7 +218,7 @@ def test_a_full_disk_fails_the_source_frees_its_files_and_backs_off(stack, inges
     assert titles(result) == ["Birds"] and search_status(result) == "partial"
     assert DOES_NOT_FIT in caplog.text
     # Neither the partial file nor the files completed beside it are left: only the other KB's files
-    # (its chunk texts are read by ranges, never downloaded: index/chunk_text).
+    # (its chunk texts are read by ranges, never downloaded: index_format/chunk_text).
     other = read_manifest(stack.repositories.bodies, "other", newest_key(stack, "other"))
     downloaded = {e.sha256 for e in other.files.values() if e.role != "text"}
     assert set(os.listdir(os.path.join(cache.files.root, "objects"))) == downloaded
@@ -281,7 +281,7 @@ def test_os_errors_map_to_fixed_messages():
 def test_an_indexer_that_cannot_hold_the_index_fails_the_update_clearly_without_downloading_or_rebuilding(
     stack, ingestor, monkeypatch, tmp_path
 ):
-    from agent_knowledge.index.update import update_kb_index
+    from agent_knowledge.indexer.update import update_kb_index
 
     ingestor.put("kb", "dogs.md", "Dogs", "Dogs chase cats.")
     generation = stack.repositories.knowledge_bases.get("kb").generation
@@ -295,7 +295,7 @@ def test_an_indexer_that_cannot_hold_the_index_fails_the_update_clearly_without_
 
 
 def test_kb_status_shows_the_index_size_and_the_largest_index_the_sizing_serves(stack, ingestor, monkeypatch):
-    from agent_knowledge.index.sizing import MARGIN_BYTES, MB
+    from agent_knowledge.index_format.sizing import MARGIN_BYTES, MB
     from agent_knowledge.ingest.status import kb_status
 
     newest = read_manifest(stack.repositories.bodies, "kb", newest_key(stack))

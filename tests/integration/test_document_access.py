@@ -16,8 +16,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from agent_knowledge.identity.document_access import ANONYMOUS, Viewer, sidecar_json, visible
-from agent_knowledge.index.publish import publish_rebuild
-from agent_knowledge.index.query import retrieve
+from agent_knowledge.indexer.publish import publish_rebuild
 from agent_knowledge.ingest import status
 from agent_knowledge.ingest.ingestor import Ingestor
 from agent_knowledge.ingest.reconcile import reconcile_kb
@@ -25,6 +24,7 @@ from agent_knowledge.ingest.status import document_listing, kb_status
 from agent_knowledge.records import DocumentAccess, KnowledgeConfig, Principal, SourceConfig
 from agent_knowledge.repositories import aws
 from agent_knowledge.repositories.documents import document_id
+from agent_knowledge.retrieval.query import retrieve
 from agent_knowledge.runtime.container import default_pipeline_dependencies
 from agent_knowledge_dev import admin
 from agent_knowledge_dev.demo import DEMO_CLIENT, DEMO_KB, DEMO_ROUTE, DEMO_TOKEN
@@ -161,7 +161,7 @@ def test_a_search_filtered_to_a_small_visible_share_still_returns_three_hints(st
         )  # fmt: skip
     publish_rebuild(stack.repositories, "kb")
     from agent_knowledge.embedding.factory import configured_embedder
-    from agent_knowledge.index.vector_generation import embed_unembedded
+    from agent_knowledge.indexer.vector_generation import embed_unembedded
 
     embedder = configured_embedder()
     assert embedder is not None and embed_unembedded(stack.repositories, "kb", embedder).remaining_documents == 0

@@ -9,10 +9,10 @@ import pytest
 
 from agent_knowledge.embedding.factory import configured_embedder
 from agent_knowledge.errors import EmbeddingFailed
-from agent_knowledge.index import writer as index_writer
-from agent_knowledge.index.publish import publish_rebuild
-from agent_knowledge.index.vector_generation import ModelMismatch, embed_unembedded, vector_files
-from agent_knowledge.index.vectors import VectorFile
+from agent_knowledge.index_format.vectors import VectorFile
+from agent_knowledge.indexer import writer as index_writer
+from agent_knowledge.indexer.publish import publish_rebuild
+from agent_knowledge.indexer.vector_generation import ModelMismatch, embed_unembedded, vector_files
 from agent_knowledge.ingest.ingestor import Ingestor
 from agent_knowledge.repositories.documents import document_id
 from agent_knowledge_dev.admin import create_knowledge_base
@@ -44,7 +44,7 @@ DOCS = {
 }
 # Unrelated pages beside them (the first paragraph of Python's language reference topics): the dense
 # side learns what the model gives unrelated text of a KB from its chunks, which a KB of four
-# documents cannot say (index/dense.DenseBackground).
+# documents cannot say (retrieval/dense.DenseBackground).
 FILLER = {
     f"reference/{name}.md": (name, " ".join(text.split()[:60]))
     for name, text in sorted(__import__("pydoc_data.topics", fromlist=["topics"]).topics.items())[:60]
@@ -136,7 +136,7 @@ def test_route_min_score_applies_to_the_score_that_is_returned(stack, ingestor, 
 
 
 def test_dense_hits_of_a_replaced_revision_are_never_returned(stack, ingestor, embedder, monkeypatch):
-    from agent_knowledge.index import layout
+    from agent_knowledge.index_format import layout
 
     monkeypatch.setattr(layout, "MAX_UNEMBEDDED_SHARE", 1.0)  # fused even with a document waiting
     embed_unembedded(stack.repositories, "kb", embedder)
@@ -171,7 +171,7 @@ def test_an_embedding_failure_leaves_documents_searchable_and_loses_nothing(stac
 
 
 def test_a_failing_query_embedding_answers_lexically(stack, ingestor, embedder):
-    from agent_knowledge.index.query import retrieve
+    from agent_knowledge.retrieval.query import retrieve
 
     embed_unembedded(stack.repositories, "kb", embedder)
     scope = scope_of(stack, ["kb"])
@@ -218,7 +218,7 @@ class CountingEmbedder:
 
 
 def test_vector_files_merge_without_embedding_again_and_drop_replaced_revisions(stack, ingestor, embedder, monkeypatch):
-    from agent_knowledge.index import vector_generation
+    from agent_knowledge.indexer import vector_generation
 
     monkeypatch.setattr(vector_generation, "MAX_VECTOR_FILES", 2)
     embed_unembedded(stack.repositories, "kb", embedder)  # file 1: the four documents
@@ -260,7 +260,7 @@ def test_the_indexer_publishes_lexical_first_then_vectors(stack, pipeline, embed
 
 def test_vectors_round_trip_through_the_reader_cache(stack, ingestor, embedder):
     embed_unembedded(stack.repositories, "kb", embedder)
-    from agent_knowledge.index.reader_cache import index_cache
+    from agent_knowledge.retrieval.reader_cache import index_cache
 
     served = index_cache.serve(stack.repositories.bodies, stack.repositories.knowledge_bases.get("kb"))
     assert served is not None and served.manifest is not None and served.directory is not None
@@ -273,8 +273,8 @@ def test_vectors_round_trip_through_the_reader_cache(stack, ingestor, embedder):
 def test_a_kb_mostly_waiting_for_vectors_is_searched_lexically():
     # Fusing a KB whose vectors cover few of its documents would rank those few first whatever the
     # words say: until nearly all are embedded, the KB answers lexically.
-    from agent_knowledge.index.layout import MAX_UNEMBEDDED_SHARE, VECTOR_ROLE, IndexFile, IndexManifest
-    from agent_knowledge.index.query_vector import searchable
+    from agent_knowledge.index_format.layout import MAX_UNEMBEDDED_SHARE, VECTOR_ROLE, IndexFile, IndexManifest
+    from agent_knowledge.retrieval.query_vector import searchable
 
     vectors = IndexFile.model_construct(sha256="0" * 64, size=1, role=VECTOR_ROLE)
 
@@ -315,10 +315,10 @@ def test_a_search_container_reads_a_partitioned_vector_file_by_need(stack, inges
     # validation unchanged.
     import functools
 
-    from agent_knowledge.index import vector_generation
-    from agent_knowledge.index.reader_cache import index_cache, reset_local_state
-    from agent_knowledge.index.vector_writing import write_vectors
-    from agent_knowledge.index.vectors import LISTS_FORMAT
+    from agent_knowledge.index_format.vector_writing import write_vectors
+    from agent_knowledge.index_format.vectors import LISTS_FORMAT
+    from agent_knowledge.indexer import vector_generation
+    from agent_knowledge.retrieval.reader_cache import index_cache, reset_local_state
 
     monkeypatch.setattr(vector_generation, "write_vectors", functools.partial(write_vectors, partition_rows=0))
     embed_unembedded(stack.repositories, "kb", embedder)

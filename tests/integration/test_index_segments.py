@@ -12,21 +12,22 @@ import tantivy
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from agent_knowledge.index import chunk_text, merge_policy
-from agent_knowledge.index.builder import stored_chunk
-from agent_knowledge.index.chunks import chunk_digest
-from agent_knowledge.index.layout import KEEP_GENERATIONS, prefix
-from agent_knowledge.index.local_files import LocalFiles
-from agent_knowledge.index.publish import publish_rebuild
-from agent_knowledge.index.query import retrieve
-from agent_knowledge.index.reader_cache import IndexCache, reset_local_state
-from agent_knowledge.index.rebuild import rebuild_kb_index
-from agent_knowledge.index.segment_passes import SegmentEditor
-from agent_knowledge.index.stored_generation import read_manifest
-from agent_knowledge.index.update import update_kb_index
-from agent_knowledge.index.writer import ORPHAN_GRACE_SECONDS, collect_garbage, manifests
+from agent_knowledge.index_format import chunk_text
+from agent_knowledge.index_format.builder import stored_chunk
+from agent_knowledge.index_format.chunks import chunk_digest
+from agent_knowledge.index_format.layout import KEEP_GENERATIONS, prefix
+from agent_knowledge.index_format.local_files import LocalFiles
+from agent_knowledge.index_format.stored_generation import read_manifest
+from agent_knowledge.indexer import merge_policy
+from agent_knowledge.indexer.publish import publish_rebuild
+from agent_knowledge.indexer.rebuild import rebuild_kb_index
+from agent_knowledge.indexer.segment_passes import SegmentEditor
+from agent_knowledge.indexer.update import update_kb_index
+from agent_knowledge.indexer.writer import ORPHAN_GRACE_SECONDS, collect_garbage, manifests
 from agent_knowledge.ingest.ingestor import Ingestor
 from agent_knowledge.repositories.documents import document_id
+from agent_knowledge.retrieval.query import retrieve
+from agent_knowledge.retrieval.reader_cache import IndexCache, reset_local_state
 from agent_knowledge_dev.admin import create_knowledge_base
 from tests.support.knowledge import published
 from tests.support.retrieval import scope_of, search, search_titles
@@ -164,7 +165,7 @@ def test_a_reader_that_missed_generations_downloads_only_what_it_lacks(stack, in
         first = kb_record(stack)
         assert reader.get(stack.repositories.bodies, first) is not None
         held = newest_manifest(stack)
-        # Everything but the chunk texts, which a search reads by ranges for its hits (index/chunk_text).
+        # Everything but the chunk texts, which a search reads by ranges for its hits (index_format/chunk_text).
         texts = {name for name, entry in held.files.items() if entry.role == "text"}
         assert texts and reader.last_sync["kb"].downloaded_bytes == held.total_bytes - sum(
             held.files[name].size for name in texts
@@ -332,8 +333,8 @@ def test_a_manifest_of_another_schema_version_fails_the_source_and_the_next_upda
     stack, ingestor, monkeypatch
 ):
     published(stack.repositories, ingestor.put("kb", "a.md", "Cats", "Cats sleep all day."))
-    import agent_knowledge.index.generation as generation
-    import agent_knowledge.index.layout as layout
+    import agent_knowledge.index_format.layout as layout
+    import agent_knowledge.indexer.generation as generation
 
     monkeypatch.setattr(generation, "SCHEMA_VERSION", layout.SCHEMA_VERSION + 1)
     monkeypatch.setattr(layout, "SCHEMA_VERSION", generation.SCHEMA_VERSION)

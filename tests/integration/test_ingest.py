@@ -7,15 +7,15 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 
 from agent_knowledge.errors import DocumentRejected, KnowledgeUnavailable
-from agent_knowledge.index.publish import publish_rebuild
-from agent_knowledge.index.reader_cache import reset_local_state
-from agent_knowledge.index.recent_chunks import RecentChunks
-from agent_knowledge.index.stored_generation import read_manifest
-from agent_knowledge.index.update import update_kb_index
-from agent_knowledge.index.writer import manifests
+from agent_knowledge.index_format.recent_chunks import RecentChunks
+from agent_knowledge.index_format.stored_generation import read_manifest
+from agent_knowledge.indexer.publish import publish_rebuild
+from agent_knowledge.indexer.update import update_kb_index
+from agent_knowledge.indexer.writer import manifests
 from agent_knowledge.ingest.ingestor import Ingestor
 from agent_knowledge.repositories.bodies import BodyMissing
 from agent_knowledge.repositories.documents import document_id
+from agent_knowledge.retrieval.reader_cache import reset_local_state
 from agent_knowledge_dev.admin import create_knowledge_base
 from tests.support.knowledge import published
 from tests.support.retrieval import search_titles

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from agent_knowledge.errors import DocumentRejected
-from agent_knowledge.index.publish import publish_rebuild
+from agent_knowledge.indexer.publish import publish_rebuild
 from agent_knowledge.ingest.ingestor import Ingestor
 from agent_knowledge.ingest.status import DocumentListing, document_listing, iso_utc, kb_status
 from agent_knowledge_dev.admin import create_knowledge_base

@@ -8,8 +8,8 @@ import logging
 import pytest
 
 from agent_knowledge.errors import KnowledgeUnavailable
-from agent_knowledge.index import writer as index_writer
-from agent_knowledge.index.update import update_kb_index
+from agent_knowledge.indexer import writer as index_writer
+from agent_knowledge.indexer.update import update_kb_index
 from agent_knowledge.ingest.ingestor import Ingestor
 from agent_knowledge.repositories.documents import document_id
 from agent_knowledge_dev.admin import create_knowledge_base

@@ -1,11 +1,11 @@
 """Reranking is always off locally: moto serves no Bedrock, so the local stack's environment sets
-RERANK_MODEL_ID empty whatever the shell that started `serve` has (index/rerank.py)."""
+RERANK_MODEL_ID empty whatever the shell that started `serve` has (retrieval/rerank.py)."""
 
 from __future__ import annotations
 
 from agent_knowledge.core.per_container import reset_all
-from agent_knowledge.index.rerank import configured_reranker, rerank_settings
 from agent_knowledge.repositories import aws
+from agent_knowledge.retrieval.rerank import configured_reranker, rerank_settings
 from agent_knowledge_dev.stack import create_stack
 
 

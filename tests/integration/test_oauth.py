@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from agent_knowledge.index.publish import publish_rebuild
+from agent_knowledge.indexer.publish import publish_rebuild
 from agent_knowledge.ingest.ingestor import Ingestor
 from agent_knowledge.records import DocumentAccess
 from agent_knowledge.runtime.container import reset_container_caches

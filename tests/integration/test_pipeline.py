@@ -220,7 +220,7 @@ def test_a_malformed_message_goes_to_the_dead_letter_queue_while_others_proceed(
 
 def test_an_indexing_failure_is_retried_and_lands(stack, pipeline, monkeypatch):
     from agent_knowledge.errors import KnowledgeUnavailable
-    from agent_knowledge.index import update as index_update
+    from agent_knowledge.indexer import update as index_update
 
     calls = []
     original = index_update.update_kb_index
@@ -325,7 +325,7 @@ def test_index_lag_is_emitted_as_a_metric_with_only_the_service_dimension(stack,
 
 def test_index_lag_reports_the_oldest_change_still_pending(stack, pipeline, capsys, monkeypatch):
     from agent_knowledge.errors import KnowledgeUnavailable
-    from agent_knowledge.index import update as index_update
+    from agent_knowledge.indexer import update as index_update
 
     def broken(*args):
         raise KnowledgeUnavailable("index storage is temporarily unavailable")

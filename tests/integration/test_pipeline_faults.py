@@ -116,7 +116,7 @@ def _index_message(kb_id: str) -> str:
 
 
 def _indexer(stack):
-    from agent_knowledge.index.index_batch import index_batch
+    from agent_knowledge.indexer.index_batch import index_batch
     from agent_knowledge.runtime.container import default_pipeline_dependencies
 
     return lambda records: index_batch(default_pipeline_dependencies(), records)
@@ -143,7 +143,7 @@ def test_a_malformed_index_message_fails_alone_and_its_batch_is_indexed(stack, p
 
 def test_a_failing_kb_retries_only_its_own_messages(stack, pipeline, monkeypatch):
     from agent_knowledge.errors import KnowledgeUnavailable
-    from agent_knowledge.index import update
+    from agent_knowledge.indexer import update
 
     create_knowledge_base(stack.repositories, "other")
     _pending_put(stack, "kb", "a.md", "# A\n\nHeron wading facts.")

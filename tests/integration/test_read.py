@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from agent_knowledge import wire
-from agent_knowledge.index.update import update_kb_index
+from agent_knowledge.indexer.update import update_kb_index
 from agent_knowledge.records import AgentClientSettings
 from agent_knowledge.repositories.documents import document_id
 from agent_knowledge_dev import admin

@@ -5,10 +5,10 @@ from __future__ import annotations
 import pytest
 
 from agent_knowledge.errors import KnowledgeUnavailable
-from agent_knowledge.index.publish import publish_rebuild
-from agent_knowledge.index.reader_cache import index_cache
+from agent_knowledge.indexer.publish import publish_rebuild
 from agent_knowledge.ingest.ingestor import Ingestor
 from agent_knowledge.records import SourceConfig
+from agent_knowledge.retrieval.reader_cache import index_cache
 from agent_knowledge_dev.admin import create_knowledge_base
 from tests.support.knowledge import published
 from tests.support.retrieval import search, search_titles

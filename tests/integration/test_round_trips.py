@@ -23,8 +23,8 @@ import pytest
 from botocore.awsrequest import AWSResponse
 
 from agent_knowledge.embedding.factory import configured_embedder
-from agent_knowledge.index.rebuild import rebuild_kb_index
-from agent_knowledge.index.vector_generation import embed_unembedded
+from agent_knowledge.indexer.rebuild import rebuild_kb_index
+from agent_knowledge.indexer.vector_generation import embed_unembedded
 from agent_knowledge.repositories import aws
 from agent_knowledge_dev.demo import DEMO_KB
 from agent_knowledge_dev.handlers import load_event, with_changes

@@ -115,7 +115,7 @@ def _two_sources(stack) -> None:
 
 def _break_index_of(monkeypatch, kb_id: str) -> None:
     from agent_knowledge.errors import KnowledgeUnavailable
-    from agent_knowledge.index.reader_cache import IndexCache
+    from agent_knowledge.retrieval.reader_cache import IndexCache
 
     original = IndexCache.serve
 

@@ -13,7 +13,7 @@ import string
 import pytest
 
 from agent_knowledge.embedding.factory import configured_embedder
-from agent_knowledge.index.vector_generation import embed_unembedded
+from agent_knowledge.indexer.vector_generation import embed_unembedded
 from agent_knowledge.ingest.ingestor import Ingestor
 from agent_knowledge.records import KnowledgeConfig, SourceConfig
 from agent_knowledge_dev import admin
@@ -119,7 +119,7 @@ def test_a_new_document_is_first_for_its_unique_word_while_its_vectors_are_pendi
         ingestor.put(DEMO_KB, "ops/fresh.md", "Fresh note", "# Fresh note\n\nThe flurbotron rollout starts on Monday."),
     )
     kb = hybrid.repositories.knowledge_bases.get(DEMO_KB)
-    from agent_knowledge.index import writer
+    from agent_knowledge.indexer import writer
 
     manifest = writer.manifests.get(hybrid.repositories.bodies, DEMO_KB, kb.index_manifests[0])
     assert manifest.unembedded and manifest.has_vectors  # searchable lexically, vectors pending

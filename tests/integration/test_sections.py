@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from agent_knowledge.index.update import update_kb_index
+from agent_knowledge.indexer.update import update_kb_index
 from agent_knowledge.ingest.binary_formats import DOCX, PDF
 from agent_knowledge.ingest.ingestor import Ingestor
 from agent_knowledge.ingest.status import document_listing, kb_status

@@ -13,10 +13,10 @@ import struct
 
 import pytest
 
-from agent_knowledge.index import writer as index_writer
-from agent_knowledge.index.reader_cache import reset_local_state
-from agent_knowledge.index.vector_generation import vector_files
-from agent_knowledge.index.vectors import MAGIC, VectorFile
+from agent_knowledge.index_format.vectors import MAGIC, VectorFile
+from agent_knowledge.indexer import writer as index_writer
+from agent_knowledge.indexer.vector_generation import vector_files
+from agent_knowledge.retrieval.reader_cache import reset_local_state
 from agent_knowledge_dev.admin import create_knowledge_base
 from tests.support.pipeline import Pipeline, start_pipeline
 
@@ -109,8 +109,8 @@ def test_a_damaged_vector_file_is_dropped_and_its_documents_embedded_again(stack
 
 
 def test_kb_reindex_never_carries_a_damaged_vector_file(stack, pipeline, caplog):
-    from agent_knowledge.index.rebuild import rebuild_kb_index
-    from agent_knowledge.index.vector_backlog import request_embedding_after_rebuild
+    from agent_knowledge.indexer.rebuild import rebuild_kb_index
+    from agent_knowledge.indexer.vector_backlog import request_embedding_after_rebuild
 
     # A header nested thousands of lists deep: RecursionError in the reader before.
     ((name, entry),) = vector_files(manifest(stack)).items()

@@ -11,12 +11,12 @@ import io
 import numpy as np
 import pytest
 
-from agent_knowledge.index.dense import ROWS_PER_DOCUMENT, OpenedVectors, dense_search
-from agent_knowledge.index.layout import VECTOR_ROLE, IndexFile, IndexManifest, VectorFileCorrupt
-from agent_knowledge.index.local_files import LocalFiles
-from agent_knowledge.index.vector_ranges import HEAD_READ_BYTES, RangeReads, open_by_need
-from agent_knowledge.index.vector_writing import write_vectors
-from agent_knowledge.index.vectors import LISTS_FORMAT, VectorFile, VectorRow, file_name
+from agent_knowledge.index_format.layout import VECTOR_ROLE, IndexFile, IndexManifest, VectorFileCorrupt
+from agent_knowledge.index_format.local_files import LocalFiles
+from agent_knowledge.index_format.vector_ranges import HEAD_READ_BYTES, RangeReads, open_by_need
+from agent_knowledge.index_format.vector_writing import write_vectors
+from agent_knowledge.index_format.vectors import LISTS_FORMAT, VectorFile, VectorRow, file_name
+from agent_knowledge.retrieval.dense import ROWS_PER_DOCUMENT, OpenedVectors, dense_search
 
 SPACE = "test-model/8"
 # More rows than EXACT_ROWS: the search probes lists (245 lists of ~245 rows).

@@ -444,8 +444,8 @@ def _one_at_a_time(monkeypatch: Any) -> None:
     """The indexer's thread pools run one task at a time, so its calls are made (and counted, and
     faulted) in the same order on every run of an example."""
     for module, name in [
-        ("agent_knowledge.index.publish", "CLEARERS"),
-        ("agent_knowledge.index.chunk_loader", "BODY_READERS"),
+        ("agent_knowledge.indexer.publish", "CLEARERS"),
+        ("agent_knowledge.indexer.chunk_loader", "BODY_READERS"),
         ("agent_knowledge.ingest.indexing", "CLEARERS"),  # c8558c9
         ("agent_knowledge.ingest.index_chunks", "BODY_READERS"),  # c8558c9
     ]:

@@ -12,10 +12,10 @@ import json
 
 import pytest
 
-from agent_knowledge.index.layout import prefix
-from agent_knowledge.index.reader_cache import reset_local_state
+from agent_knowledge.index_format.layout import prefix
 from agent_knowledge.references.server_token import reset_codec
 from agent_knowledge.repositories import aws
+from agent_knowledge.retrieval.reader_cache import reset_local_state
 from agent_knowledge_dev.demo import DEMO_KB
 from agent_knowledge_dev.handlers import load_event, with_changes
 from tests.reliability.conftest import OTHER_KB

@@ -15,8 +15,8 @@ from agent_knowledge_dev.demo import DEMO_CLIENT, DEMO_KB, DEMO_ROUTE
 
 def put_documents(repositories: Repositories, kb_id: str, documents: dict[str, tuple[str, str]], now: float) -> None:
     """documents: source_key → (title, markdown body); the indexer publishes one rebuild at the end."""
-    from agent_knowledge.index.publish import publish_rebuild
-    from agent_knowledge.index.recent_chunks import RecentChunks
+    from agent_knowledge.index_format.recent_chunks import RecentChunks
+    from agent_knowledge.indexer.publish import publish_rebuild
     from agent_knowledge.ingest.ingestor import Ingestor
 
     recent = RecentChunks()
@@ -29,7 +29,7 @@ def put_documents(repositories: Repositories, kb_id: str, documents: dict[str, t
 def published(repositories: Repositories, result: IngestResult) -> IngestResult:
     """What the pipeline's indexer does after a put, done now: publish the change `result` marked
     pending (nothing if it marked none); `result` with its record as published (mark cleared)."""
-    from agent_knowledge.index.publish import publish_pending
+    from agent_knowledge.indexer.publish import publish_pending
 
     if result.document.index_pending_since is None:
         return result

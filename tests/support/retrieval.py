@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from agent_knowledge.identity.scope import Scope
-from agent_knowledge.index.query import CONFIGURED, RetrievalResult, retrieve
 from agent_knowledge.records import KnowledgeConfig, SourceConfig
+from agent_knowledge.retrieval.query import CONFIGURED, RetrievalResult, retrieve
 
 
 def scope_of(stack, kb_ids: list[str], **config) -> Scope:

@@ -1,4 +1,4 @@
-"""The analyzer compiles its CJK character class once (`index/analyzer.py`): it must tokenize
+"""The analyzer compiles its CJK character class once (`index_format/analyzer.py`): it must tokenize
 exactly as the three patterns it replaced, which stay here as the oracle — plus identifiers (words
 joined by _ . - / :), which each stretch of text without CJK adds after its words (schema 3)."""
 
@@ -9,7 +9,7 @@ import re
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from agent_knowledge.index.analyzer import (
+from agent_knowledge.index_format.analyzer import (
     CJK_RANGES,
     MAX_WORD_CHARS,
     QueryTokens,

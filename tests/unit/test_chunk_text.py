@@ -1,4 +1,4 @@
-"""Chunk text files (`index/chunk_text`): written in document order, read locally or by ranged GETs
+"""Chunk text files (`index_format/chunk_text`): written in document order, read locally or by ranged GETs
 (head, then only the blocks of the chunks asked for, kept in memory), damage refused."""
 
 from __future__ import annotations
@@ -9,11 +9,11 @@ from pathlib import Path
 
 import pytest
 
-from agent_knowledge.index import chunk_text
-from agent_knowledge.index.chunk_text import ChunkTextCorrupt, ChunkTexts, file_name, write_text_file
-from agent_knowledge.index.chunks import chunk_digest
-from agent_knowledge.index.layout import IndexFile, IndexManifest
-from agent_knowledge.index.versions import FORMAT_VERSION, SCHEMA_VERSION, tantivy_version
+from agent_knowledge.index_format import chunk_text
+from agent_knowledge.index_format.chunk_text import ChunkTextCorrupt, ChunkTexts, file_name, write_text_file
+from agent_knowledge.index_format.chunks import chunk_digest
+from agent_knowledge.index_format.layout import IndexFile, IndexManifest
+from agent_knowledge.index_format.versions import FORMAT_VERSION, SCHEMA_VERSION, tantivy_version
 
 SEGMENT = "0123456789abcdef0123456789abcdef"
 

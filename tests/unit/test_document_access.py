@@ -23,10 +23,10 @@ from agent_knowledge.identity.document_access import (
     visible,
     visible_terms,
 )
-from agent_knowledge.index.analyzer import query_tokens
-from agent_knowledge.index.builder import write_index
-from agent_knowledge.index.chunks import IndexedChunk, chunk_digest
-from agent_knowledge.index.kb_index import TERM_SET_FROM, AccessFilter, AnalyzedQuery, KbIndex
+from agent_knowledge.index_format.analyzer import query_tokens
+from agent_knowledge.index_format.builder import write_index
+from agent_knowledge.index_format.chunks import IndexedChunk, chunk_digest
+from agent_knowledge.index_format.kb_index import TERM_SET_FROM, AccessFilter, AnalyzedQuery, KbIndex
 from agent_knowledge.records import DocumentAccess, Principal
 
 ALICE = Principal(id="alice", tenant="acme", roles=["analyst", "hr"])

@@ -1,4 +1,4 @@
-"""Lexical and dense candidates fused into one ranking (index/fusion.py)."""
+"""Lexical and dense candidates fused into one ranking (retrieval/fusion.py)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from agent_knowledge.index.fusion import FusionWeights, calibrated, reciprocal_rank, weighted_min_max
+from agent_knowledge.retrieval.fusion import FusionWeights, calibrated, reciprocal_rank, weighted_min_max
 
 candidates = st.lists(
     st.tuples(st.sampled_from("abcdefghij"), st.floats(-10, 10, allow_nan=False)), max_size=10, unique_by=lambda c: c[0]
@@ -72,23 +72,23 @@ def test_a_key_best_in_both_lists_is_first_after_either_fusion(lexical, dense, w
     assert reciprocal_rank(lexical, dense, dense_weight=weight)[0][0] == "z"
 
 
-# -- one KB's lexical and dense documents (index/hybrid.py) ------------------------------------------
+# -- one KB's lexical and dense documents (retrieval/hybrid.py) ------------------------------------------
 
 
 def _lexical(doc_id: str, score: float, chunk: int = 0):
-    from agent_knowledge.index.kb_index import IndexHit
+    from agent_knowledge.index_format.kb_index import IndexHit
 
     return IndexHit(doc_id, "rev", chunk, "0" * 16, score)
 
 
 def _dense(doc_id: str, score: float, chunk: int = 0):
-    from agent_knowledge.index.vectors import VectorHit
+    from agent_knowledge.index_format.vectors import VectorHit
 
     return VectorHit(0, score, doc_id, "rev", chunk, "0" * 16)
 
 
 def _background(mean: float = 0.1, spread: float = 0.05):
-    from agent_knowledge.index.dense import DenseBackground
+    from agent_knowledge.retrieval.dense import DenseBackground
 
     return DenseBackground(mean, spread)
 
@@ -147,7 +147,7 @@ def test_fusion_weights_refuse_impossible_values():
 
 
 def test_kb_fusion_shows_the_chunk_of_the_stronger_retriever_and_applies_min_score_to_the_fused_score():
-    from agent_knowledge.index.hybrid import fuse
+    from agent_knowledge.retrieval.hybrid import fuse
 
     lexical = [_lexical("a", 0.6, chunk=1), _lexical("b", 0.1), _lexical("c", 0.05)]
     # background 0.1 +- 0.05: cosines 0.4 -> z 6, 0.35 -> z 5, 0.12 -> z 0.4
@@ -165,8 +165,8 @@ def test_kb_fusion_shows_the_chunk_of_the_stronger_retriever_and_applies_min_sco
 
 
 def test_kb_fusion_takes_a_document_with_vectors_of_another_revision_as_pending():
-    from agent_knowledge.index.hybrid import fuse
-    from agent_knowledge.index.vectors import VectorHit
+    from agent_knowledge.index_format.vectors import VectorHit
+    from agent_knowledge.retrieval.hybrid import fuse
 
     lexical = [_lexical("new", 0.4)]
     dense = [VectorHit(0, 0.6, "new", "old-rev", 2, "1" * 16), _dense("neighbour", 0.33)]
@@ -179,9 +179,9 @@ def test_kb_fusion_takes_a_document_with_vectors_of_another_revision_as_pending(
 def test_dense_background_is_robust_and_its_spread_has_floors():
     import numpy as np
 
-    from agent_knowledge.index.dense import MIN_SPREAD, _Sample, background
-    from agent_knowledge.index.vector_writing import write_vectors
-    from agent_knowledge.index.vectors import VectorFile, VectorRow
+    from agent_knowledge.index_format.vector_writing import write_vectors
+    from agent_knowledge.index_format.vectors import VectorFile, VectorRow
+    from agent_knowledge.retrieval.dense import MIN_SPREAD, _Sample, background
 
     rng = np.random.default_rng(3)
     matrix = rng.normal(size=(300, 16)).astype(np.float32)
@@ -200,7 +200,7 @@ def test_dense_background_is_robust_and_its_spread_has_floors():
 
 
 def test_an_idf_is_never_negative_while_deleted_chunks_still_count_in_doc_freq():
-    from agent_knowledge.index.kb_index import KbIndex
+    from agent_knowledge.index_format.kb_index import KbIndex
 
     class Searcher:
         def doc_freq(self, field, term):

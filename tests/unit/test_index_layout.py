@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from agent_knowledge.index.layout import IndexCorrupt, IndexIncompatible, parse_manifest
-from agent_knowledge.index.versions import FORMAT_VERSION, SCHEMA_VERSION, tantivy_version
+from agent_knowledge.index_format.layout import IndexCorrupt, IndexIncompatible, parse_manifest
+from agent_knowledge.index_format.versions import FORMAT_VERSION, SCHEMA_VERSION, tantivy_version
 
 ROOT = Path(__file__).resolve().parents[2]
 SEGMENT = "0123456789abcdef0123456789abcdef"

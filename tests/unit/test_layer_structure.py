@@ -106,6 +106,6 @@ def test_functions_that_never_search_do_not_load_tantivy(function):
 
 @pytest.mark.parametrize("function", ["search", "turns", "mcp", "read", "capabilities"])
 def test_the_protocol_functions_load_numpy_only_for_vectors(function):
-    # index/query_vector: numpy (~55 ms of a cold start) comes with index/dense, imported when a KB
+    # retrieval/query_vector: numpy (~55 ms of a cold start) comes with retrieval/dense, imported when a KB
     # of the scope has vectors; a lexical-only stack never loads it.
     assert not _loaded_by_import(function, "numpy")

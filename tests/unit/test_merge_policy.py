@@ -9,12 +9,12 @@ import os
 import pytest
 import tantivy
 
-from agent_knowledge.index import merge_policy
-from agent_knowledge.index.builder import stored_chunk, write_index
-from agent_knowledge.index.chunks import IndexedChunk, chunk_digest
-from agent_knowledge.index.kb_index import KbIndex
-from agent_knowledge.index.merge_policy import FAN_IN, SegmentSize, next_merge, segment_bound, tier
-from agent_knowledge.index.segment_passes import SegmentEditor, edit
+from agent_knowledge.index_format.builder import stored_chunk, write_index
+from agent_knowledge.index_format.chunks import IndexedChunk, chunk_digest
+from agent_knowledge.index_format.kb_index import KbIndex
+from agent_knowledge.indexer import merge_policy
+from agent_knowledge.indexer.merge_policy import FAN_IN, SegmentSize, next_merge, segment_bound, tier
+from agent_knowledge.indexer.segment_passes import SegmentEditor, edit
 
 BYTES_PER_CHUNK = 600  # about what the benchmark measures; only the simulation uses it
 

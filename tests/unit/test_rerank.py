@@ -1,4 +1,4 @@
-"""The optional Bedrock reranker (index/rerank.py): the Rerank request it sends, how it reads the
+"""The optional Bedrock reranker (retrieval/rerank.py): the Rerank request it sends, how it reads the
 answer, how it fails, and how RERANK_MODEL_ID turns it on. botocore's Stubber checks every request
 and response against the bedrock-agent-runtime service model shipped with botocore."""
 
@@ -12,8 +12,9 @@ from botocore.stub import Stubber
 
 from agent_knowledge.core.per_container import reset_all
 from agent_knowledge.errors import ConfigurationError, RerankFailed
-from agent_knowledge.index import rerank as rerank_module
-from agent_knowledge.index.rerank import (
+from agent_knowledge.limits import QUERY_MAX_CHARS
+from agent_knowledge.retrieval import rerank as rerank_module
+from agent_knowledge.retrieval.rerank import (
     ATTEMPTS,
     CONNECT_TIMEOUT_SECONDS,
     MAX_PASSAGE_CHARACTERS,
@@ -25,7 +26,6 @@ from agent_knowledge.index.rerank import (
     make_reranker,
     rerank_settings,
 )
-from agent_knowledge.limits import QUERY_MAX_CHARS
 
 AMAZON = "amazon.rerank-v1:0"
 COHERE = "cohere.rerank-v3-5:0"

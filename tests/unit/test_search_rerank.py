@@ -1,4 +1,4 @@
-"""The optional rerank stage inside `retrieve` (index/query.py): the reranker reorders the fused
+"""The optional rerank stage inside `retrieve` (retrieval/query.py): the reranker reorders the fused
 candidates before the cut to max_docs, a failing one leaves the fused order, and documents with the
 same body are one hint."""
 
@@ -7,8 +7,8 @@ from __future__ import annotations
 import pytest
 
 from agent_knowledge.errors import RerankFailed
-from agent_knowledge.index.query import RetrievedDocument, _reranked
 from agent_knowledge.records import DocumentRecord
+from agent_knowledge.retrieval.query import RetrievedDocument, _reranked
 
 
 def _found(name: str, score: float) -> RetrievedDocument:

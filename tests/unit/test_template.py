@@ -127,7 +127,7 @@ def test_only_the_turn_functions_write_and_only_the_runs_table():
 
 
 def test_s3_grants_name_the_key_prefixes_the_code_writes():
-    from agent_knowledge.index.layout import IndexFile, file_key, manifest_key
+    from agent_knowledge.index_format.layout import IndexFile, file_key, manifest_key
     from agent_knowledge.repositories.bodies import body_key
 
     prefixes = {

@@ -1,8 +1,8 @@
 from __future__ import annotations
 
-from agent_knowledge.index.analyzer import cjk_unigrams, query_tokens, word_tokens
-from agent_knowledge.index.kb_index import AnalyzedQuery
-from agent_knowledge.index.schema import normalize_words
+from agent_knowledge.index_format.analyzer import cjk_unigrams, query_tokens, word_tokens
+from agent_knowledge.index_format.kb_index import AnalyzedQuery
+from agent_knowledge.index_format.schema import normalize_words
 
 
 def test_latin_words_are_unicode_word_tokens() -> None:

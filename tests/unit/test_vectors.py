@@ -1,4 +1,4 @@
-"""Vector files of the index (index/vectors.py): round trip, corruption, formats, the inverted-file partition,
+"""Vector files of the index (index_format/vectors.py): round trip, corruption, formats, the inverted-file partition,
 recall on real embeddings and on a clustered set."""
 
 from __future__ import annotations
@@ -13,8 +13,8 @@ from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
 from agent_knowledge.embedding.local import LocalEmbedder
-from agent_knowledge.index.vector_writing import quantise, write_quantised, write_vectors
-from agent_knowledge.index.vectors import FORMAT_VERSION, VectorFile, VectorFileCorrupt, VectorRow, file_name
+from agent_knowledge.index_format.vector_writing import quantise, write_quantised, write_vectors
+from agent_knowledge.index_format.vectors import FORMAT_VERSION, VectorFile, VectorFileCorrupt, VectorRow, file_name
 
 
 def unit_rows(count: int, dimensions: int = 16, seed: int = 0) -> np.ndarray:
@@ -435,7 +435,7 @@ def test_any_header_value_replaced_by_any_junk_opens_and_searches_or_is_corrupt(
 
 
 def test_a_file_of_another_model_or_dimensions_than_the_index_is_corrupt(tmp_path):
-    from agent_knowledge.index.vectors import open_vector_file
+    from agent_knowledge.index_format.vectors import open_vector_file
 
     path = tmp_path / "one.vectors"
     path.write_bytes(write_vectors("model/16", rows_for(3), unit_rows(3)))

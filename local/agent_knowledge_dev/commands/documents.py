@@ -442,7 +442,7 @@ def _before(deadline: float, work: Callable[[], _T]) -> _T:
 def _store_file_directly(
     session: _Session, source_key: str, content: bytes | str, media_type: str, title: str | None, access: Any = None
 ) -> int:
-    from agent_knowledge.index.publish import publish_pending
+    from agent_knowledge.indexer.publish import publish_pending
     from agent_knowledge.ingest.ingestor import Ingestor
 
     ingestor = Ingestor(session.repositories)
@@ -762,7 +762,7 @@ def _delete(arguments: argparse.Namespace) -> int:
 
 
 def _delete_stored_document(session: _Session, source_key: str) -> None:
-    from agent_knowledge.index.update import update_kb_index
+    from agent_knowledge.indexer.update import update_kb_index
     from agent_knowledge.ingest.ingestor import Ingestor
 
     deleted = Ingestor(session.repositories).delete(session.kb_id, source_key)
@@ -857,14 +857,14 @@ def _kb_status(arguments: argparse.Namespace) -> int:
 
 
 def _kb_reindex(arguments: argparse.Namespace) -> int:
-    from agent_knowledge.index.rebuild import rebuild_kb_index
+    from agent_knowledge.indexer.rebuild import rebuild_kb_index
     from agent_knowledge_dev.admin import require_knowledge_base
 
     repositories = connect(arguments)
     require_knowledge_base(repositories, arguments.kb_id)
     started = time.perf_counter()
     generation = rebuild_kb_index(repositories, arguments.kb_id)
-    from agent_knowledge.index.vector_backlog import request_embedding_after_rebuild
+    from agent_knowledge.indexer.vector_backlog import request_embedding_after_rebuild
 
     request_embedding_after_rebuild(arguments.kb_id, generation)  # the indexer embeds it again
     print_json(

@@ -19,7 +19,7 @@ import time
 from dataclasses import dataclass
 
 from agent_knowledge.errors import DocumentRejected, NotUtf8
-from agent_knowledge.index.chunks import chunk_digest
+from agent_knowledge.index_format.chunks import chunk_digest
 from agent_knowledge.ingest.binary_formats import BINARY_MEDIA_TYPES, PDF
 from agent_knowledge.ingest.chunking import Chunk, byte_offsets, chunk_text
 from agent_knowledge.ingest.html_text import html_to_text

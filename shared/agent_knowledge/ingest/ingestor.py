@@ -6,7 +6,7 @@ record switches to it with a conditional write on the exact version it replaces 
 `write_id`), so two writers of one document never overwrite each other blindly, and a body is
 only ever deleted by the write that replaced it. Removing a replaced body is best effort (an
 orphan costs storage, never correctness). Every change marks the record pending until a
-published index generation includes it; publishing is the indexer's alone (`index/publish.py`,
+published index generation includes it; publishing is the indexer's alone (`indexer/publish.py`,
 which the indexer function, the CLI and bulk loads call), never the ingestor's. A retried put of
 unchanged content keeps a mark that was never cleared, and re-uploads the body if it is missing.
 
@@ -25,7 +25,7 @@ from typing import Literal
 from agent_knowledge.core.clock import Clock, system_clock
 from agent_knowledge.core.observability import logger
 from agent_knowledge.errors import DocumentRejected, KnowledgeBaseMissing, KnowledgeError, KnowledgeUnavailable
-from agent_knowledge.index.recent_chunks import RecentChunks
+from agent_knowledge.index_format.recent_chunks import RecentChunks
 from agent_knowledge.ingest.content import (
     MAX_BODY_BYTES,
     MEDIA_TYPES,
@@ -200,7 +200,7 @@ class Ingestor:
         self._repositories = repositories
         self._clock = clock
         # Where to remember the chunk texts of the documents stored (None: nowhere): a bulk load
-        # hands them to its rebuild (`index/publish.py` `publish_rebuild`), which then need not
+        # hands them to its rebuild (`indexer/publish.py` `publish_rebuild`), which then need not
         # read every body back from S3.
         self._recent = recent_chunks
         self._known_kbs: dict[str, KnowledgeBaseRecord] = {}

@@ -36,7 +36,7 @@ from pydantic import BaseModel, ConfigDict
 from agent_knowledge.core.observability import logger
 from agent_knowledge.dependencies import PipelineDependencies
 from agent_knowledge.errors import ConfigurationError, KnowledgeError, KnowledgeUnavailable
-from agent_knowledge.index.versions import current_versions, versions_of
+from agent_knowledge.index_format.versions import current_versions, versions_of
 from agent_knowledge.ingest.source_events import reconcile_notification
 from agent_knowledge.ingest.status import GRACE_SECONDS, current_manifest, iso_utc, sidecar_of, source_key_of
 from agent_knowledge.records import KnowledgeBaseRecord
@@ -166,7 +166,7 @@ def reconcile_kb(deps: PipelineDependencies, kb_id: str, *, grace: float = GRACE
     _send(source_queue, deps.sources.bucket, kb_id, found.mismatches)
     stalled = sorted(found.stalled)
     if _index_written_by_another_version(deps, kb) and records and not stalled:
-        # Any indexing request rebuilds an index this code cannot read (index/update.py): one
+        # Any indexing request rebuilds an index this code cannot read (indexer/update.py): one
         # document id is enough to ask for it, and searching the KB works again after it.
         stalled = [records[0].doc_id]
     if stalled:

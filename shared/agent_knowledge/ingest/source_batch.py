@@ -3,7 +3,7 @@
 It answers `{"batchItemFailures": [...]}` (ReportBatchItemFailures): a message that failed is
 retried alone after its visibility timeout, and moved to the dead-letter queue after
 `maxReceiveCount` receives; the rest of the batch is done. The indexer's batch is
-`agent_knowledge.index.index_batch`.
+`agent_knowledge.indexer.index_batch`.
 """
 
 from __future__ import annotations

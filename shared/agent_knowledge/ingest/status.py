@@ -34,8 +34,8 @@ from pydantic import BaseModel, ConfigDict
 from agent_knowledge.core.clock import Clock, system_clock
 from agent_knowledge.errors import BodyMissing, KnowledgeBaseMissing, KnowledgeError
 from agent_knowledge.identity.document_access import document_key, is_sidecar
-from agent_knowledge.index.layout import IndexUnavailable, parse_manifest
-from agent_knowledge.index.sizing import largest_index_bytes, manifest_index_bytes
+from agent_knowledge.index_format.layout import IndexUnavailable, parse_manifest
+from agent_knowledge.index_format.sizing import largest_index_bytes, manifest_index_bytes
 from agent_knowledge.records import DocumentRecord, KnowledgeBaseRecord
 from agent_knowledge.repositories.bundle import Repositories
 from agent_knowledge.repositories.sources import ListedObject, SourceObjects
@@ -104,7 +104,7 @@ class KbStatus(BaseModel):
     dead_lettered: int | None
     index_generation: int
     # Bytes of the KB's current index generation (None: never built, or its manifest unreadable),
-    # and the largest index the deployed functions' ephemeral storage holds (`index/sizing`).
+    # and the largest index the deployed functions' ephemeral storage holds (`index_format/sizing`).
     index_bytes: int | None
     largest_index_bytes: int
     # None: no index yet, its manifest unreadable, or a generation written without embeddings.

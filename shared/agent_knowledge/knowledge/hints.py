@@ -19,7 +19,7 @@ from agent_knowledge.references.binding import reference_claims
 from agent_knowledge.references.codec import TokenCodec
 
 if TYPE_CHECKING:
-    from agent_knowledge.index.query import RetrievalResult, RetrievedDocument
+    from agent_knowledge.retrieval.query import RetrievalResult, RetrievedDocument
 
 
 def iso_utc(epoch_seconds: int) -> str:

@@ -14,11 +14,11 @@ from agent_knowledge.core.observability import metrics
 from agent_knowledge.dependencies import Dependencies
 from agent_knowledge.identity.caller import Prefetch, Workspace, open_workspace
 from agent_knowledge.identity.run_access import authorize_run
-from agent_knowledge.index.query import query_vector_for, retrieve
-from agent_knowledge.index.query_vector import QueryVector
 from agent_knowledge.knowledge.hints import fit_hints, hint_drafts, search_status
 from agent_knowledge.models import ParsedBody, SearchRequest, SearchResponse
 from agent_knowledge.records import DocumentRecord, RunRecord, SessionRecord
+from agent_knowledge.retrieval.query import query_vector_for, retrieve
+from agent_knowledge.retrieval.query_vector import QueryVector
 
 
 @dataclass(frozen=True)

@@ -30,7 +30,7 @@ def client(service: str) -> Any:
 
 def client_with_budget(service: str, *, attempts: int, connect_timeout: float, read_timeout: float) -> Any:
     """A client of `service` with its own retries and timeouts, for a call that may cost a request
-    less than storage may (the optional reranker, index/rerank.py); created once per container
+    less than storage may (the optional reranker, retrieval/rerank.py); created once per container
     and budget, like every client."""
     key = f"{service}#{attempts}/{connect_timeout}/{read_timeout}"
     return _client(key, service, attempts, connect_timeout, read_timeout)

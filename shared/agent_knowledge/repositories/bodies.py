@@ -1,5 +1,5 @@
 """Document bodies in S3, under a key unique to the write that stored it; also the search index's
-files (`agent_knowledge.index.layout`), uploaded and downloaded as streams.
+files (`agent_knowledge.index_format.layout`), uploaded and downloaded as streams.
 
 Each object records the SHA-256 of its bytes in its metadata. Reads are ranged and
 conditional on the ETag recorded at ingest (`IfMatch`), so a page is served from exactly the

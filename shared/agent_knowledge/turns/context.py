@@ -22,7 +22,6 @@ from agent_knowledge.dependencies import Dependencies
 from agent_knowledge.errors import KnowledgeChanged, KnowledgeUnavailable
 from agent_knowledge.identity.caller import Caller, Workspace
 from agent_knowledge.identity.scope import Scope
-from agent_knowledge.index.query import RetrievedDocument, retrieve
 from agent_knowledge.knowledge.body_window import read_body_window
 from agent_knowledge.knowledge.hints import issue_reference, score_of, search_status
 from agent_knowledge.knowledge.search import search_workspace
@@ -30,6 +29,7 @@ from agent_knowledge.limits import QUERY_MAX_CHARS, SEARCH_MAX_BYTES, SEARCH_MAX
 from agent_knowledge.models import SearchStatus
 from agent_knowledge.records import RunRecord
 from agent_knowledge.repositories.bodies import BodyMissing
+from agent_knowledge.retrieval.query import RetrievedDocument, retrieve
 from agent_knowledge.turns.payloads import (
     INLINE_CONTENT_MAX_CHARS,
     KnowledgeDelivery,
