@@ -1,5 +1,5 @@
-"""The layer's structure (docs/DESIGN.md §11): plain imports, one name per module, the index in one
-package, and import costs kept where they belong."""
+"""The layer's structure (docs/DESIGN.md §11): plain imports, one name per module, the index in three
+packages whose imports go one way, and import costs kept where they belong."""
 
 from __future__ import annotations
 
@@ -50,25 +50,83 @@ def test_at_most_twelve_root_modules():
     assert len([path for path in LAYER.glob("*.py") if path.name != "__init__.py"]) <= 12
 
 
-def test_the_index_lives_in_one_package():
-    # Nothing outside index/ opens tantivy; the write side and the read side share that package.
+# The index split by role (docs/DESIGN.md §11): the format both sides share, the indexer that
+# writes generations, retrieval that reads them. Imports go one way: indexer → format ← retrieval.
+INDEX_PACKAGES = ("index_format", "indexer", "retrieval")
+FORBIDDEN_IMPORTS = {
+    "index_format": ("indexer", "retrieval", "knowledge", "ingest"),
+    "indexer": ("retrieval", "knowledge", "ingest"),
+    "retrieval": ("indexer", "knowledge", "ingest"),
+}
+
+
+def _imported_modules(path: Path) -> list[str]:
+    """Every module `path` imports, at any level (function-level lazy imports and TYPE_CHECKING
+    blocks included), relative imports resolved; `from package import module` names the module."""
+    package = ".".join(path.relative_to(LAYER.parent).with_suffix("").parts[:-1])
+    found = []
+    for node in ast.walk(_tree(path)):
+        if isinstance(node, ast.Import):
+            found.extend(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                parts = package.split(".")[: len(package.split(".")) - node.level + 1]
+                base = ".".join([*parts, base] if base else parts)
+            found.append(base)
+            found.extend(f"{base}.{alias.name}" for alias in node.names)
+    return found
+
+
+def _layer_package(module: str) -> str | None:
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 and parts[0] == "agent_knowledge" else None
+
+
+def test_the_index_packages_import_one_way():
+    wrong = []
+    for package, forbidden in FORBIDDEN_IMPORTS.items():
+        for path in (LAYER / package).rglob("*.py"):
+            for module in _imported_modules(path):
+                if _layer_package(module) in forbidden:
+                    wrong.append(f"{path.relative_to(ROOT)} imports {module}")
+    assert wrong == []
+
+
+def test_ingest_reads_the_index_format_only():
+    # One publisher (docs/DESIGN.md §10): the ingestor stores documents and marks them pending; it
+    # uses the index's format (chunk digests, versions, sizing), never the indexer or retrieval.
+    wrong = [
+        f"{path.relative_to(ROOT)} imports {module}"
+        for path in (LAYER / "ingest").rglob("*.py")
+        for module in _imported_modules(path)
+        if _layer_package(module) in ("indexer", "retrieval")
+    ]
+    assert wrong == []
+
+
+def test_the_import_check_sees_lazy_and_relative_imports(tmp_path, monkeypatch):
+    # The test above is only as good as _imported_modules: a function-level import and a relative
+    # one must both be seen.
+    package = tmp_path / "agent_knowledge" / "index_format"
+    package.mkdir(parents=True)
+    module = package / "probe.py"
+    module.write_text("def later():\n    from ..indexer import writer\n    import agent_knowledge.retrieval.query\n")
+    monkeypatch.setattr(sys.modules[__name__], "LAYER", tmp_path / "agent_knowledge")
+    assert {"agent_knowledge.indexer.writer", "agent_knowledge.retrieval.query"} <= set(_imported_modules(module))
+
+
+def test_the_index_packages_exist_and_index_is_gone():
+    assert all((LAYER / package / "__init__.py").is_file() for package in INDEX_PACKAGES)
+    assert list((LAYER / "index").glob("*.py")) == []  # a checkout may keep a stale __pycache__
+
+
+def test_only_the_index_packages_open_tantivy():
     for path in MODULES:
-        if path.parent.name == "index":
+        if path.relative_to(LAYER).parts[0] in INDEX_PACKAGES:
             continue
-        for node in ast.walk(_tree(path)):
-            names = []
-            if isinstance(node, ast.Import):
-                names = [alias.name for alias in node.names]
-            elif isinstance(node, ast.ImportFrom) and node.module:
-                names = [node.module]
-            assert not any(name.split(".")[0] == "tantivy" for name in names), path.relative_to(ROOT)
-
-
-def test_the_index_never_imports_the_ingest_side():
-    for path in (LAYER / "index").glob("*.py"):
-        for node in ast.walk(_tree(path)):
-            if isinstance(node, ast.ImportFrom) and node.module:
-                assert not node.module.startswith("agent_knowledge.ingest"), path.relative_to(ROOT)
+        for module in _imported_modules(path):
+            assert module.split(".")[0] != "tantivy", path.relative_to(ROOT)
 
 
 def test_the_local_runner_imports_no_testing_package():

@@ -14,7 +14,7 @@ from agent_knowledge.ingest.ingestor import Ingestor
 
 ROOT = Path(__file__).resolve().parents[2]
 INGEST = ROOT / "shared" / "agent_knowledge" / "ingest"
-# The index's write side (`agent_knowledge.index` docstring), by module name: whichever package
+# The index's write side (the `indexer` package, and `builder`), by module name: whichever package
 # these live in, the ingest package imports none of them.
 WRITING_MODULES = {
     "builder",
