@@ -8,10 +8,11 @@ Where each part of the protocol lives (sections of docs/DESIGN.md):
     §5 references, cursors, errors ... references/ (codec, binding, server_token), errors
     §6 byte budgets .................. knowledge/ (search_budget, read_budget), wire, limits
     §7 HTTP surface .................. runtime/http (functions/*/app.py are thin handlers)
-    §8 retrieval and validation ...... retrieval/query, knowledge/search
+    §8 retrieval and validation ...... retrieval/ (query, reader cache, fusion), knowledge/search
     §9 turns ......................... turns/
     §10 ingestion .................... ingest/ (source objects → documents → index changes)
-    §10 the search index ............. index/ (segments, manifests, updates, reader cache)
+    §10 the search index ............. index_format/ (segments, manifests, vector files),
+                                       indexer/ (updates, rebuilds, publishing)
     §13 MCP .......................... mcp/ (tool catalog, Streamable HTTP, origins)
     §14 document-level access ........ identity/document_access
     embeddings ....................... embedding/ (providers; Bedrock calls botocore itself)
