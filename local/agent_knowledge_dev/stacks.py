@@ -8,6 +8,7 @@ and nothing the previous one cached may be seen.
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
 from collections.abc import Iterator
@@ -46,7 +47,9 @@ def in_process_stack(server_token: str | None = None) -> Iterator[InProcessStack
         os.environ.update(environment)
         reset_caches()
         try:
-            repositories = Repositories.build(get_settings(), aws.client("dynamodb"), s3=lambda: aws.client("s3"))
+            repositories = Repositories.build(
+                get_settings(), aws.client("dynamodb"), s3=functools.partial(aws.client, "s3")
+            )
             yield InProcessStack(environment, repositories)
         finally:
             reset_caches()

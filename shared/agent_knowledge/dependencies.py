@@ -7,6 +7,7 @@ settings, the embedder and its vector space, the opened-index cache (docs/DESIGN
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
@@ -38,6 +39,11 @@ class _Embedding:
 
     def embedder(self) -> Embedder | None:
         """The configured embedder, built on first use (a local model's weights load once per process)."""
+        return self._embedder
+
+    @functools.cached_property
+    def _embedder(self) -> Embedder | None:
+        # Kept on this value: a warm request asks for it without going back to the factory.
         from agent_knowledge.embedding.factory import make_embedder
 
         return make_embedder(self.settings.embedding)

@@ -19,6 +19,7 @@ import hashlib
 import json
 import re
 import uuid
+from collections.abc import Mapping
 from typing import Annotated, Any, Literal, Protocol, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, ValidationError
@@ -151,6 +152,18 @@ def prefix(kb_id: str) -> str:
 
 def file_key(kb_id: str, name: str, entry: IndexFile) -> str:
     return f"{prefix(kb_id)}files/{entry.sha256}.{name}"
+
+
+def file_keys(kb_id: str, files: Mapping[str, IndexFile | dict[str, Any]]) -> dict[str, str]:
+    """The object key of each of a generation's files, by name, in one call (a writer maps every
+    file of every kept manifest; `files` as parsed or as a manifest's raw JSON holds them).
+    ValueError if an entry is not an index file."""
+    base = f"{prefix(kb_id)}files/"
+    keys = {}
+    for name, entry in files.items():
+        sha256 = (entry if isinstance(entry, IndexFile) else IndexFile.model_validate(entry)).sha256
+        keys[name] = f"{base}{sha256}.{name}"
+    return keys
 
 
 def manifest_key(kb_id: str, generation: int) -> str:

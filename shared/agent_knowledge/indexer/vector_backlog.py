@@ -12,6 +12,7 @@ logged and left for the next run of the KB (after `kb reindex`, or once access i
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import time
 from collections.abc import Callable
@@ -80,7 +81,7 @@ def request_embedding_after_rebuild(kb_id: str, generation: int, settings: Setti
         queue_url = settings.index_queue_url
         if not queue_url:
             return False
-        request_embedding(IndexQueue(lambda: aws.client("sqs"), queue_url), kb_id, generation)
+        request_embedding(IndexQueue(functools.partial(aws.client, "sqs"), queue_url), kb_id, generation)
     except AgentKnowledgeError as exc:
         logger.warning("embedding not requested", extra={"kb_id": kb_id, "error": type(exc).__name__})
         return False

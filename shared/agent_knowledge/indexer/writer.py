@@ -31,9 +31,8 @@ from agent_knowledge.index_format.layout import (
     FILE_CONTENT_TYPE,
     KEEP_GENERATIONS,
     MANIFEST_CONTENT_TYPE,
-    IndexFile,
     IndexManifest,
-    file_key,
+    file_keys,
     manifest_key,
     prefix,
 )
@@ -138,8 +137,9 @@ def publish(
     writer uploaded (a retry does not upload them again)."""
     bodies = repositories.bodies
     sent = 0
+    keys = file_keys(kb.kb_id, manifest.files)
     for name, entry in sorted(manifest.files.items()):
-        key = file_key(kb.kb_id, name, entry)
+        key = keys[name]
         if (base is not None and base.files.get(name) == entry) or key in uploaded:
             continue
         with open(os.path.join(directory, name), "rb") as source:
@@ -177,7 +177,7 @@ def _object_keys(bodies: BodyStore, kb_id: str, key: str) -> set[str] | None:
     try:
         raw = json.loads(bodies.read(key))
         files = raw["files"]
-        return {key} | {file_key(kb_id, name, IndexFile.model_validate(entry)) for name, entry in files.items()}
+        return {key} | set(file_keys(kb_id, files).values())
     except BodyMissing:
         return {key}
     except (KnowledgeError, ValueError, KeyError, TypeError, AttributeError):

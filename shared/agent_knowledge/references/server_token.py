@@ -7,6 +7,8 @@ containers pick up the new value (new containers read it at their first signing 
 
 from __future__ import annotations
 
+import functools
+
 from agent_knowledge.core.per_container import per_container
 from agent_knowledge.errors import KnowledgeUnavailable
 from agent_knowledge.references.codec import TokenCodec
@@ -17,7 +19,7 @@ from agent_knowledge.settings import get_settings
 
 @per_container
 def default_codec() -> TokenCodec:
-    secret = SecretStore(lambda: aws.client("secretsmanager")).read(get_settings().server_token_secret_id)
+    secret = SecretStore(functools.partial(aws.client, "secretsmanager")).read(get_settings().server_token_secret_id)
     try:
         return TokenCodec(secret)
     except ValueError:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -54,7 +55,7 @@ class Repositories:
 
 @per_container
 def default_repositories() -> Repositories:
-    return Repositories.build(get_settings(), aws.client("dynamodb"), s3=lambda: aws.client("s3"))
+    return Repositories.build(get_settings(), aws.client("dynamodb"), s3=functools.partial(aws.client, "s3"))
 
 
 def reset_repositories() -> None:

@@ -5,6 +5,8 @@ one way to forget everything the layer caches per container (`core/per_container
 
 from __future__ import annotations
 
+import functools
+
 from agent_knowledge.core.per_container import per_container, reset_all
 from agent_knowledge.dependencies import Dependencies, PipelineDependencies
 from agent_knowledge.repositories import aws
@@ -25,9 +27,9 @@ def default_pipeline_dependencies() -> PipelineDependencies:
     settings.require_pipeline()
     return PipelineDependencies(
         repositories=default_repositories(),
-        sources=SourceObjects(lambda: aws.client("s3"), settings.sources_bucket),
-        index_queue=IndexQueue(lambda: aws.client("sqs"), settings.index_queue_url),
-        source_queue=SourceQueue(lambda: aws.client("sqs"), settings.source_queue_url)
+        sources=SourceObjects(functools.partial(aws.client, "s3"), settings.sources_bucket),
+        index_queue=IndexQueue(functools.partial(aws.client, "sqs"), settings.index_queue_url),
+        source_queue=SourceQueue(functools.partial(aws.client, "sqs"), settings.source_queue_url)
         if settings.source_queue_url
         else None,
         settings=settings,
