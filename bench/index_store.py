@@ -17,7 +17,7 @@ from typing import BinaryIO
 
 from agent_knowledge.index_format.builder import IndexedChunk, write_index
 from agent_knowledge.index_format.layout import IndexManifest, manifest_key
-from agent_knowledge.indexer.generation import describe
+from agent_knowledge.indexer.writer import describe
 from agent_knowledge.records import KnowledgeBaseRecord
 from agent_knowledge.repositories.bodies import BodyMissing, Sink
 

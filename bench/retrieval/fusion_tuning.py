@@ -37,7 +37,7 @@ from agent_knowledge.embedding.local import LocalEmbedder
 from agent_knowledge.index_format.analyzer import query_tokens
 from agent_knowledge.index_format.kb_index import AnalyzedQuery
 from agent_knowledge.retrieval.dense import MIN_SPREAD, PAIR_SPREAD_SHARE, background, dense_search
-from agent_knowledge.retrieval.fusion import WEIGHTS, FusionWeights, calibrated, rescaled
+from agent_knowledge.retrieval.hybrid import WEIGHTS, FusionWeights, calibrated, rescaled
 from bench.retrieval import dev_sets
 from bench.retrieval.evaluate import chunks_of
 from bench.retrieval.product_hybrid import with_vectors

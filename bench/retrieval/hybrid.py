@@ -19,7 +19,7 @@ from typing import Any
 
 from agent_knowledge.index_format.analyzer import query_tokens
 from agent_knowledge.index_format.kb_index import AnalyzedQuery
-from agent_knowledge.retrieval.fusion import reciprocal_rank, weighted_min_max
+from agent_knowledge.retrieval.hybrid import reciprocal_rank, weighted_min_max
 from bench.retrieval.dense import DenseStored, embed_cached
 from bench.retrieval.dev_sets import CORPUS_OF, SETS, corpus, queries
 from bench.retrieval.evaluate import chunks_of

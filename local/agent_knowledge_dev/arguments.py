@@ -63,7 +63,7 @@ def add_ttl_argument(parser: argparse.ArgumentParser, maximum: int, default: int
 
 def json_option(option: str, text: str, model: type[ModelT], what: str, example: str) -> ModelT:
     """`text` as a `model`, or a one-line `CliError` that starts with "OPTION is not a valid WHAT"."""
-    from agent_knowledge import strict_json
+    from agent_knowledge import wire as strict_json
 
     def refuse(detail: str) -> NoReturn:
         raise CliError(f"{option} is not a valid {what}: {detail}")

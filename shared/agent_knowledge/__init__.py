@@ -2,7 +2,7 @@
 
 Where each part of the protocol lives (sections of docs/DESIGN.md):
 
-    §2 identity, audience ............ identity/ (caller, audience)
+    §2 identity, audience ............ identity/ (caller: revalidation and audience)
     §3 knowledge scope revision ...... identity/scope
     §4 runs and managed tasks ........ identity/run_access
     §5 references, cursors, errors ... references/ (codec, binding, server_token), errors
@@ -20,7 +20,7 @@ Where each part of the protocol lives (sections of docs/DESIGN.md):
 
 Root modules: `limits` (every protocol number), `errors` (the one exception root and the domain
 error ladder), `settings`, `records` (stored records), `models` (API models), `wire` (exact JSON
-bytes and their cost), `strict_json`.
+bytes and their cost, and the JSON this API accepts).
 
 Every package is plain: its `__init__` re-exports nothing and imports nothing, so importing one
 submodule loads exactly that submodule's imports (the query functions never load the write side).

@@ -13,7 +13,7 @@
     ├── EmbeddingFailed(provider, ...)  an embedding provider gave no vectors (embedding/)
     ├── RerankFailed(model_id, ...)    the reranker gave no order; search keeps the fused one (retrieval/rerank)
     ├── TokenError → TokenInvalid, TokenExpired(expires_at)   (references/codec)
-    ├── JsonRejected                   JSON this API does not accept (strict_json)
+    ├── JsonRejected                   JSON this API does not accept (wire.loads)
     └── ConfigurationError             deployed without the environment template.yaml declares
 
 The pipeline decides by type, never by message text. The protocol ladder, by what the caller can do:

@@ -24,5 +24,5 @@ RUN_ID_MAX_CHARS: Final = 128
 # Opaque tokens as a client may send them back; a real reference or cursor is far shorter.
 TOKEN_MAX_CHARS: Final = 2048
 REQUEST_MAX_BODY_BYTES: Final = 64 * 1024  # knowledge request bodies; larger → 400 invalid_request
-# Nesting of any request body (strict_json); deeper → 400. No endpoint's schema comes close.
+# Nesting of any request body (wire.loads); deeper → 400. No endpoint's schema comes close.
 REQUEST_MAX_DEPTH: Final = 32

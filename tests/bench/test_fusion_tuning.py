@@ -7,7 +7,7 @@ import pytest
 from bench.retrieval import dev_sets, fusion_tuning
 from bench.retrieval.fusion_tuning import Choice, QueryFeatures, bootstrap_ratio, calibrated_ranker, objective
 
-from agent_knowledge.retrieval.fusion import FusionWeights
+from agent_knowledge.retrieval.hybrid import FusionWeights
 
 WEIGHTS = FusionWeights(dense_weight=0.5, evidence_from=0.0, evidence_full=6.0, admit=0.0)
 

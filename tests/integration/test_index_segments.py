@@ -334,7 +334,7 @@ def test_a_manifest_of_another_schema_version_fails_the_source_and_the_next_upda
 ):
     published(stack.repositories, ingestor.put("kb", "a.md", "Cats", "Cats sleep all day."))
     import agent_knowledge.index_format.layout as layout
-    import agent_knowledge.indexer.generation as generation
+    import agent_knowledge.indexer.writer as generation
 
     monkeypatch.setattr(generation, "SCHEMA_VERSION", layout.SCHEMA_VERSION + 1)
     monkeypatch.setattr(layout, "SCHEMA_VERSION", generation.SCHEMA_VERSION)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from agent_knowledge.identity.audience import admits
+from agent_knowledge.identity.caller import admits
 from agent_knowledge.records import AudiencePolicy, Principal
 
 ALICE = Principal(id="alice", tenant="acme", roles=["agent", "reader"], audience="internal")

@@ -1,4 +1,4 @@
-"""Lexical and dense candidates fused into one ranking (retrieval/fusion.py)."""
+"""Lexical and dense candidates fused into one ranking (retrieval/hybrid.py)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from agent_knowledge.retrieval.fusion import FusionWeights, calibrated, reciprocal_rank, weighted_min_max
+from agent_knowledge.retrieval.hybrid import FusionWeights, calibrated, reciprocal_rank, weighted_min_max
 
 candidates = st.lists(
     st.tuples(st.sampled_from("abcdefghij"), st.floats(-10, 10, allow_nan=False)), max_size=10, unique_by=lambda c: c[0]

@@ -1,4 +1,4 @@
-"""agent_knowledge.strict_json: what RFC 8259 JSON means, and nothing Python adds to it."""
+"""agent_knowledge.wire: what RFC 8259 JSON means, and nothing Python adds to it."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from agent_knowledge.strict_json import MAX_DEPTH, JsonRejected, check_tree, loads
+from agent_knowledge.wire import MAX_DEPTH, JsonRejected, check_tree, loads
 
 # Text without surrogates (hypothesis' default alphabet already excludes category Cs).
 finite = st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False, allow_infinity=False) | st.text()

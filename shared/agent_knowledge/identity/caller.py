@@ -21,12 +21,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from agent_knowledge.errors import RunNotFound, Unauthorized, WorkspaceNotFound
-from agent_knowledge.identity.audience import admits
 from agent_knowledge.identity.document_access import Viewer
 from agent_knowledge.identity.oauth import TokenIdentity, TokenRefused, token_identity
 from agent_knowledge.identity.scope import Scope, source_kb_ids
 from agent_knowledge.limits import RUN_ID_MAX_CHARS
 from agent_knowledge.records import (
+    AudiencePolicy,
     ClientRecord,
     DocumentRecord,
     KnowledgeConfig,
@@ -264,3 +264,44 @@ def open_run(repositories: Repositories, authorization: str | None, run_id: str,
     if run is None or run.session_id != caller.session_id or run.client_app_id != caller.client_app_id:
         raise RunNotFound()
     return run
+
+
+# --- Audience policy: which callers a route admits --------------------------------------------------
+
+# Route audience policy (docs/DESIGN.md §2).
+#
+# No policy, or `enabled: false`, admits everyone. Otherwise every listed dimension must match:
+# AND across dimensions, any-of within a list, `"*"` matches any present value, and an empty or
+# absent list does not constrain. A value the session lacks never matches a listed dimension
+# (fail closed). A session without a principal is admitted only with `anonymous: true`; the
+# principal dimensions (tenants, roles, principals, audiences) then do not apply — there is no
+# principal to test — but the `clients` dimension still does.
+
+WILDCARD = "*"
+
+
+def _matches(allowed: list[str] | None, values: list[str]) -> bool:
+    if not allowed:
+        return True
+    if not values:
+        return False
+    return WILDCARD in allowed or any(value in allowed for value in values)
+
+
+def _present(value: str | None) -> list[str]:
+    return [value] if value else []
+
+
+def admits(policy: AudiencePolicy | None, client_app_id: str, principal: Principal | None) -> bool:
+    if policy is None or not policy.enabled:
+        return True
+    if not _matches(policy.clients, [client_app_id]):
+        return False
+    if principal is None:
+        return policy.anonymous
+    return (
+        _matches(policy.tenants, _present(principal.tenant))
+        and _matches(policy.roles, principal.roles)
+        and _matches(policy.principals, [principal.id])
+        and _matches(policy.audiences, _present(principal.audience))
+    )

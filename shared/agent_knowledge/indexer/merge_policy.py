@@ -10,7 +10,7 @@ Two budgets decide who merges (`agent_knowledge.indexer.segment_passes` runs the
 
 - an incremental update merges only while the merged segment stays under UPDATE_MERGE_MAX_BYTES,
   so what one update uploads stays small whatever came before;
-- a merge above that waits for compaction (`agent_knowledge.indexer.compaction`), which the writer
+- a merge above that waits for compaction (`indexer/update.compact_kb_index`), which the writer
   starts as its own generation right after the update that made one due, so the update is
   searchable before the larger upload begins. With one-document updates of ~12 chunks that is a
   merge of ~6,000 chunks every 512 updates, then one of ~50,000 every 4,096.

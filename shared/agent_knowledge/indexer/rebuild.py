@@ -30,7 +30,7 @@ from agent_knowledge.indexer.chunk_loader import (
     left_out,
     load_all,
 )
-from agent_knowledge.indexer.generation import LocalGeneration, compose_generation
+from agent_knowledge.indexer.writer import LocalGeneration, compose_generation
 from agent_knowledge.records import DocumentRecord, KnowledgeBaseRecord
 from agent_knowledge.repositories.bundle import Repositories
 

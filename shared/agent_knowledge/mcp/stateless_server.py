@@ -55,7 +55,7 @@ from typing import Any, Final, TypeVar
 from aws_lambda_powertools.event_handler.api_gateway import APIGatewayHttpResolver
 from pydantic import BaseModel
 
-from agent_knowledge import errors, strict_json, wire
+from agent_knowledge import errors, wire
 from agent_knowledge.core.headers import header
 from agent_knowledge.core.observability import logger
 from agent_knowledge.limits import REQUEST_MAX_BODY_BYTES
@@ -239,8 +239,8 @@ def _parse(event: dict[str, Any]) -> tuple[dict[str, Any] | None, _Problem | Non
     if len(data) > REQUEST_MAX_BODY_BYTES:
         return None, _Problem(400, INVALID_REQUEST, f"request body is larger than {REQUEST_MAX_BODY_BYTES // 1024} KiB")
     try:
-        message = strict_json.loads(data.decode("utf-8"))
-    except strict_json.JsonRejected as error:
+        message = wire.loads(data.decode("utf-8"))
+    except wire.JsonRejected as error:
         return None, _Problem(400, PARSE_ERROR, f"Parse error: {error}")
     except UnicodeDecodeError:
         return None, _Problem(400, PARSE_ERROR, "Parse error: the body is not UTF-8")

@@ -6,7 +6,7 @@
 - errors are `{"error", "message"}`; domain errors are mapped to statuses in one place;
 - bad bodies (non-JSON, not an object, unknown fields, wrong types, over 64 KiB, and what strict
   JSON refuses: duplicate keys, NaN/Infinity, lone surrogates, nesting past 32 levels — see
-  `agent_knowledge.strict_json`) are `400 invalid_request`, never Powertools' 422;
+  `agent_knowledge.wire`) are `400 invalid_request`, never Powertools' 422;
 - anything unexpected is logged with the request id and answered 500 without details;
 - a 401 carries `WWW-Authenticate: Bearer realm="agent-api"`, or in OAuth mode
   `Bearer resource_metadata="…"` (`identity.oauth.challenge`).
@@ -22,7 +22,7 @@ from typing import Any, TypeVar
 from aws_lambda_powertools.event_handler.api_gateway import APIGatewayHttpResolver, Response
 from pydantic import BaseModel, ValidationError
 
-from agent_knowledge import errors, strict_json, wire
+from agent_knowledge import errors, wire
 from agent_knowledge.core.observability import logger
 from agent_knowledge.limits import REQUEST_MAX_BODY_BYTES
 from agent_knowledge.models import ParsedBody
@@ -111,8 +111,8 @@ def parse_body(event: dict[str, Any], model: type[ModelT], max_bytes: int = REQU
     if not data.strip():
         raise errors.InvalidRequest("request body must be a JSON object")
     try:
-        document = strict_json.loads(data.decode("utf-8"))
-    except strict_json.JsonRejected as exc:
+        document = wire.loads(data.decode("utf-8"))
+    except wire.JsonRejected as exc:
         raise errors.InvalidRequest(str(exc)) from None
     except (UnicodeDecodeError, ValueError, RecursionError):
         raise errors.InvalidRequest("request body is not valid UTF-8 JSON") from None

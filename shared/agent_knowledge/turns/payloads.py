@@ -12,7 +12,7 @@ from pydantic import Field, StringConstraints, field_validator
 from agent_knowledge import wire
 from agent_knowledge.errors import JsonRejected
 from agent_knowledge.models import PROTOCOL, Hint, NonBlankStr, RequestModel, ResponseModel, SearchStatus
-from agent_knowledge.strict_json import check_tree
+from agent_knowledge.wire import check_tree
 
 TURN_CONTEXT_SCHEMA: Final = "bailing.agent-turn-context.v1"
 KNOWLEDGE_DELIVERY_SCHEMA: Final = "bailing.agent-knowledge-delivery.v1"
