@@ -191,7 +191,9 @@ def retrieve(
         if served is not None and served.stale and kb_id not in degraded:
             degraded.append(kb_id)
         candidates.extend(_Candidate(kb_id, hit) for hit in hits)
-    candidates.sort(key=lambda candidate: candidate.hit.score, reverse=True)
+    # Ties by document id: which of two documents with the same body is shown must not depend on
+    # the order of the index's segments (an incremental update and a rebuild give the same answer).
+    candidates.sort(key=lambda candidate: (-candidate.hit.score, candidate.hit.doc_id))
     candidates = candidates[: max(config.top_k, wanted) if reranker is not None else config.top_k]
     if not candidates:
         return RetrievalResult([], answered, failed, 0, degraded)
