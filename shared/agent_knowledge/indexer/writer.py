@@ -50,7 +50,6 @@ from agent_knowledge.index_format.versions import FORMAT_VERSION, SCHEMA_VERSION
 from agent_knowledge.indexer import merge_policy
 from agent_knowledge.indexer.chunk_loader import left_out, load_all
 from agent_knowledge.indexer.segment_passes import Located, SegmentEditor, alive_chunks, edit
-from agent_knowledge.indexer.vector_generation import carry_vectors, carry_vectors_into_rebuild
 from agent_knowledge.records import DocumentRecord, KnowledgeBaseRecord
 from agent_knowledge.repositories.bodies import BodyMissing, BodyStore
 from agent_knowledge.repositories.bundle import Repositories
@@ -275,6 +274,9 @@ def compose_generation(
     `added`: the documents whose chunks it added (a rebuild: every document it indexed). `base`:
     the generation an update or a compaction edited. `previous`: for a rebuild, a kept generation
     whose vector files may be reused."""
+    # Imported here: the vector passes publish through this module (vector_generation imports it).
+    from agent_knowledge.indexer.vector_generation import carry_vectors, carry_vectors_into_rebuild
+
     manifest = describe(directory, kb_id, generation, documents, base, kind)
     vector_space = configured_vector_space()
     if base is None:
