@@ -26,6 +26,7 @@ from agent_knowledge.embedding.factory import configured_embedder
 from agent_knowledge.indexer.rebuild import rebuild_kb_index
 from agent_knowledge.indexer.vector_generation import embed_unembedded
 from agent_knowledge.repositories import aws
+from agent_knowledge.settings import get_settings
 from agent_knowledge_dev.demo import DEMO_KB
 from agent_knowledge_dev.handlers import load_event, with_changes
 from tests.support.knowledge import put_documents
@@ -241,6 +242,7 @@ def test_a_search_embedding_its_query_with_bedrock_keeps_three_round_trips(demo,
     monkeypatch.setenv("EMBEDDING_PROVIDER", "bedrock")
     monkeypatch.setenv("EMBEDDING_DIMENSIONS", "256")
     configured_embedder.reset()
+    get_settings.reset()  # the Dependencies of each call read the settings: Bedrock's from now on
     bedrock = aws.client("bedrock-runtime")
     bedrock.meta.events.register_first("before-send", _titan_v2)  # after the fixture's latency
     try:
@@ -252,4 +254,5 @@ def test_a_search_embedding_its_query_with_bedrock_keeps_three_round_trips(demo,
     finally:
         bedrock.meta.events.unregister("before-send", _titan_v2)
         configured_embedder.reset()
+        get_settings.reset()
     assert measured == (4, 3, {"BatchGetItem": 3, "InvokeModel": 1})

@@ -8,7 +8,9 @@ steps, and its `authorize_run` refuses preparing runs. Server-side turn preparat
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from agent_knowledge.core.observability import metrics
 from agent_knowledge.dependencies import Dependencies
@@ -19,6 +21,9 @@ from agent_knowledge.models import ParsedBody, SearchRequest, SearchResponse
 from agent_knowledge.records import DocumentRecord, RunRecord, SessionRecord
 from agent_knowledge.retrieval.query import query_vector_for, retrieve
 from agent_knowledge.retrieval.query_vector import QueryVector
+
+if TYPE_CHECKING:
+    from agent_knowledge.embedding.base import Embedder
 
 
 @dataclass(frozen=True)
@@ -37,6 +42,8 @@ class SearchAhead:
     check: a request without a valid session costs no model call."""
 
     body: ParsedBody[SearchRequest]
+    # The container's embedder (`Dependencies.embedder`): the one the search then ranks with.
+    embedder: Callable[[], Embedder | None]
     query_vector: QueryVector | None = None
 
     @property
@@ -46,7 +53,7 @@ class SearchAhead:
 
     def embed_query(self, session: SessionRecord, document: DocumentRecord | None) -> None:
         if self.body.model is not None and self.query_vector is None:
-            self.query_vector = query_vector_for(self.body.model.query.strip())
+            self.query_vector = query_vector_for(self.body.model.query.strip(), self.embedder())
             self.query_vector.start_remote()
 
 
@@ -56,7 +63,7 @@ def search_knowledge(
     """One search, its steps in the protocol's order (docs/DESIGN.md §2, §4, §8): the caller
     revalidated with the run the body names read alongside (the body parsed before, its error
     kept: 401/404 come before 400), the body's error, the run's access, then the search."""
-    ahead = SearchAhead(body)
+    ahead = SearchAhead(body, deps.embedder)
     workspace = open_workspace(deps.repositories, authorization, route, deps.clock(), ahead.prefetch)
     request = body.get()
     run = authorize_run(deps.repositories, workspace, request.run_id, deps.clock())
