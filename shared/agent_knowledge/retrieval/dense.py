@@ -192,8 +192,7 @@ def dense_search(
     """`dense_hits` and the query's background over the same files (`remote`: where the files
     `directory` lacks are read by need)."""
     entries = sorted(vector_files(manifest).items())
-    space = manifest.embedding_model_id or None  # a file of another model is corrupt (VectorFileCorrupt)
-    files = [opened.open_entry(manifest, directory, name, remote, space) for name, _ in entries]
+    files = _open_files(manifest, directory, [name for name, _ in entries], opened, remote)
     sample = samples.get(tuple(entry.sha256 for _, entry in entries), lambda: _Sample(files, BACKGROUND_ROWS))
     hits = _best_per_document(files, query, documents, current_revision)
     return DenseResult(hits, background(sample, query), sample)
@@ -214,9 +213,15 @@ def dense_hits(
     rows found for a document are of more than one revision, `current_revision` (the revision the
     served index holds) picks the rows that count, so that an old row never hides the current one.
     Rows of one revision only are taken as they are: validation drops them if they are stale."""
-    space = manifest.embedding_model_id or None
-    files = [opened.open_entry(manifest, directory, name, remote, space) for name in sorted(vector_files(manifest))]
+    files = _open_files(manifest, directory, sorted(vector_files(manifest)), opened, remote)
     return _best_per_document(files, query, documents, current_revision)
+
+
+def _open_files(
+    manifest: IndexManifest, directory: str, names: list[str], opened: OpenedVectors, remote: Remote | None
+) -> list[VectorFile]:
+    space = manifest.embedding_model_id or None  # a file of another model is corrupt (VectorFileCorrupt)
+    return [opened.open_entry(manifest, directory, name, remote, space) for name in names]
 
 
 def _best_per_document(
