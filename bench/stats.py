@@ -36,3 +36,25 @@ def sample(function: Callable[[], Any], repeat: int) -> list[float]:
 
 def ratio(numerator: float, denominator: float) -> float | None:
     return round(numerator / denominator, 3) if denominator else None
+
+
+def median_ratio_interval(
+    numerators: list[float], denominators: list[float], resamples: int = 2000, seed: int = 0
+) -> tuple[float, float] | None:
+    """95 % bootstrap interval of median(numerators) / median(denominators), the two paired by
+    position (one query timed both ways): queries are resampled with replacement, pairs kept."""
+    import random
+
+    if len(numerators) != len(denominators) or not numerators:
+        raise ValueError("the two samples must be paired and not empty")
+    draw = random.Random(seed)
+    count = len(numerators)
+    found = []
+    for _ in range(resamples):
+        picked = [draw.randrange(count) for _ in range(count)]
+        below = statistics.median(denominators[i] for i in picked)
+        if below:
+            found.append(statistics.median(numerators[i] for i in picked) / below)
+    if not found:
+        return None
+    return round(percentile(found, 0.025), 3), round(percentile(found, 0.975), 3)

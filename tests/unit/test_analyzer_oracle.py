@@ -124,3 +124,15 @@ def test_mixed_runs_without_separators(parts: list[str]) -> None:
     stems = tuple(sorted({part.lower()[:2] for part in parts if part.strip()}))
     if stems:
         assert latin_candidates(text, stems) == oracle_latin_candidates(text, stems)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(st.lists(st.sampled_from(["Templates", "running", "RUNS", "配置", "x2", "İstanbul", "the"]), max_size=6))
+)
+def test_normalized_words_are_the_analyzers_however_often_they_were_seen(calls: list[list[str]]) -> None:
+    from agent_knowledge.index_format import schema
+
+    for words in calls:  # the memo of forms fills across calls; the answer is the analyzer's every time
+        expected = schema.normalizer().analyze(" ".join(words)) if words else []
+        assert schema.normalize_words(words) == expected

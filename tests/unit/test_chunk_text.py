@@ -146,13 +146,29 @@ def test_a_prefetch_reads_the_missing_blocks_so_the_read_makes_no_get(tmp_path, 
     reader, bucket = _remote(tmp_path, texts)
     wanted = [(SEGMENT, n, chunk_digest(texts[n])) for n in (1, 3 * chunk_text.BLOCK_ENTRIES)]
     prefetch = reader.prefetch(wanted)
-    assert prefetch is not None
-    prefetch.result(timeout=10)
+    assert prefetch.held == {} and prefetch.reading is not None
+    prefetch.reading.result(timeout=10)
     fetched = list(bucket.gets)
     assert len(fetched) == 3  # the head, and the two blocks asked for
     assert reader.texts(wanted) == [texts[1], texts[3 * chunk_text.BLOCK_ENTRIES]]
     assert bucket.gets == fetched  # served from memory
-    assert reader.prefetch(wanted) is None  # nothing left to read ahead
+    again = reader.prefetch(wanted)
+    assert again.reading is None  # nothing left to read ahead
+    assert {place: text for place, (_, text) in again.held.items()} == {
+        (SEGMENT, 1): texts[1],
+        (SEGMENT, 3 * chunk_text.BLOCK_ENTRIES): texts[3 * chunk_text.BLOCK_ENTRIES],
+    }
+
+
+def test_a_read_given_what_a_prefetch_held_still_checks_each_digest(tmp_path):
+    texts = _texts(2)
+    reader, _ = _remote(tmp_path, texts)
+    wanted = [(SEGMENT, 0, chunk_digest(texts[0]))]
+    assert reader.texts(wanted) == [texts[0]]
+    held = reader.prefetch(wanted).held
+    assert reader.texts(wanted, held) == [texts[0]]
+    with pytest.raises(ChunkTextCorrupt):  # an entry held for another chunk is refused
+        reader.texts([(SEGMENT, 0, chunk_digest(texts[1]))], held)
 
 
 def test_a_failed_prefetch_is_retried_and_reported_by_the_read(tmp_path):
@@ -161,7 +177,7 @@ def test_a_failed_prefetch_is_retried_and_reported_by_the_read(tmp_path):
     data, bucket.data = bucket.data, b""  # the object reads back empty: the head is refused
     wanted = [(SEGMENT, 0, chunk_digest(texts[0]))]
     prefetch = reader.prefetch(wanted)
-    assert prefetch is not None and prefetch.result(timeout=10) is None  # nothing raised to the caller
+    assert prefetch.reading is not None and prefetch.reading.result(timeout=10) is None  # nothing raised
     with pytest.raises(ChunkTextCorrupt):
         reader.texts(wanted)
     bucket.data = data
@@ -169,4 +185,5 @@ def test_a_failed_prefetch_is_retried_and_reported_by_the_read(tmp_path):
 
 
 def test_a_prefetch_of_a_segment_without_a_text_file_starts_nothing(tmp_path):
-    assert ChunkTexts(str(tmp_path)).prefetch([(SEGMENT, 0, "00" * 8)]) is None
+    prefetch = ChunkTexts(str(tmp_path)).prefetch([(SEGMENT, 0, "00" * 8)])
+    assert prefetch.held == {} and prefetch.reading is None

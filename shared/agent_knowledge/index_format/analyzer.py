@@ -166,7 +166,9 @@ def latin_candidates(text: str, prefixes: tuple[str, ...]) -> list[tuple[int, in
     for prefix in prefixes:
         start = lowered.find(prefix)
         while start >= 0:
-            if start == 0 or _latin_word_at(text, start - 1) is None:
+            # A word starts here unless a Latin word character precedes (`[^\W_]` is str.isalnum).
+            before = text[start - 1] if start else " "
+            if not before.isalnum() or _CJK_RUN.match(before):
                 word = _latin_word_at(text, start)
                 if word:
                     spans.add(word)

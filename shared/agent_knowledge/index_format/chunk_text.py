@@ -29,7 +29,7 @@ from collections import OrderedDict
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Protocol
+from typing import NamedTuple, Protocol
 
 from agent_knowledge.core.per_container import on_reset
 from agent_knowledge.index_format.layout import (
@@ -303,6 +303,16 @@ def _remote_reader(objects: RangeReads, key: str) -> RangeReader:
 
 
 Wanted = tuple[str, int, str]  # segment id, document number in the segment, chunk digest (hex)
+# A chunk's entry (digest, text) by (segment id, document number): what a prefetch found in memory.
+Held = dict[tuple[str, int], tuple[bytes, str]]
+
+
+class Prefetch(NamedTuple):
+    """A prefetch's outcome: the entries it found in memory, and the read of the others it started
+    (None when nothing was missing or a file could not be placed; the read returns, never raises)."""
+
+    held: Held
+    reading: Future[object] | None
 
 
 class ChunkTexts:
@@ -342,18 +352,25 @@ class ChunkTexts:
             self._files[segment_id] = found
         return found
 
-    def prefetch(self, wanted: Sequence[Wanted]) -> Future[object] | None:
-        """Start reading, in the background, the blocks of `wanted` this process lacks, so that
-        their ranged GETs overlap what the caller does meanwhile (a search reads its hits'
-        records: docs/DESIGN.md §10); `texts` then finds them in memory. None when nothing is
-        missing, or when a file cannot be placed (`texts` reports that, not the prefetch). The
-        future never raises for the caller to handle: a failed read is retried by `texts`."""
+    def prefetch(self, wanted: Sequence[Wanted]) -> Prefetch:
+        """What this process holds of `wanted` now, and the background read of the blocks it
+        lacks, so that their ranged GETs overlap what the caller does meanwhile (a search reads its
+        hits' records: docs/DESIGN.md §10); `texts` given `held` then looks nothing up twice. No
+        read starts when nothing is missing, or when a file cannot be placed (`texts` reports
+        that, not the prefetch). The read never raises for the caller to handle: a failed read is
+        retried by `texts`."""
         try:
             places = [(self._file(segment_id), doc) for segment_id, doc, _ in wanted]
         except ChunkTextCorrupt:
-            return None
-        if all(entry is not None for entry in self._in_memory(places)):
-            return None
+            return Prefetch({}, None)
+        entries = self._in_memory(places)
+        held = {
+            (segment_id, doc): entry
+            for (segment_id, doc, _), entry in zip(wanted, entries, strict=True)
+            if entry is not None
+        }
+        if all(entry is not None for entry in entries):
+            return Prefetch(held, None)
 
         def fetch() -> object:
             try:
@@ -361,22 +378,27 @@ class ChunkTexts:
             except Exception:  # noqa: BLE001 — retried, and reported, by the read that follows
                 return None
 
-        return _prefetcher().submit(fetch)
+        return Prefetch(held, _prefetcher().submit(fetch))
 
     def text(self, segment_id: str, doc: int, digest: str) -> str:
         return self.texts([(segment_id, doc, digest)])[0]
 
-    def texts(self, wanted: Sequence[Wanted]) -> list[str]:
+    def texts(self, wanted: Sequence[Wanted], held: Held | None = None) -> list[str]:
         """The texts of `wanted` chunks, in order; the blocks this process lacks are fetched
-        RANGE_THREADS at a time. ChunkTextCorrupt if an entry is not the chunk its digest names."""
-        places = [(self._file(segment_id), doc) for segment_id, doc, _ in wanted]
-        entries = self._in_memory(places)
-        if any(entry is None for entry in entries):
-            fetched = self._fetch(places)
-            entries = [
-                entry if entry is not None else fetched[(file.key, doc)]
-                for entry, (file, doc) in zip(entries, places, strict=True)
-            ]
+        RANGE_THREADS at a time. `held`: entries a prefetch already found in memory (not looked up
+        again). ChunkTextCorrupt if an entry is not the chunk its digest names."""
+        known = [held.get((segment_id, doc)) for segment_id, doc, _ in wanted] if held else [None] * len(wanted)
+        if all(entry is not None for entry in known):
+            entries = known
+        else:
+            places = [(self._file(segment_id), doc) for segment_id, doc, _ in wanted]
+            entries = self._in_memory(places)
+            if any(entry is None for entry in entries):
+                fetched = self._fetch(places)
+                entries = [
+                    entry if entry is not None else fetched[(file.key, doc)]
+                    for entry, (file, doc) in zip(entries, places, strict=True)
+                ]
         found = []
         for entry, (_, _, digest) in zip(entries, wanted, strict=True):
             assert entry is not None

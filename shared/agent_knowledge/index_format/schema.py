@@ -69,9 +69,26 @@ def unigram_analyzer() -> tantivy.TextAnalyzer:
     return tantivy.TextAnalyzerBuilder(tantivy.Tokenizer.whitespace()).build()
 
 
+# Surface word → index form, for matched terms (`kb_index.AnalyzedQuery.matched_terms`): a warm
+# search normalizes the candidate words of each shown chunk, mostly words seen before.
+_FORMS: dict[str, str] = {}
+MAX_CACHED_FORMS = 65_536
+
+
 def normalize_words(tokens: list[str]) -> list[str]:
     """Index forms of surface words, one for one (tokens contain no whitespace)."""
-    return normalizer().analyze(" ".join(tokens)) if tokens else []
+    known = {token: _FORMS.get(token) for token in tokens}
+    missing = [token for token, form in known.items() if form is None]
+    if missing:
+        forms = normalizer().analyze(" ".join(missing))
+        if len(forms) != len(missing):  # never for `analyzer`'s tokens; kept one for one anyway
+            return normalizer().analyze(" ".join(tokens))
+        if len(_FORMS) + len(missing) > MAX_CACHED_FORMS:
+            _FORMS.clear()
+        fresh = dict(zip(missing, forms, strict=True))
+        _FORMS.update(fresh)
+        known.update(fresh)
+    return [known[token] or "" for token in tokens]
 
 
 def index_terms(tokens: list[str]) -> list[str]:

@@ -14,7 +14,6 @@ default, so a change of access is effective for search as soon as it is for read
 from __future__ import annotations
 
 from collections.abc import Callable
-from concurrent.futures import Future
 from dataclasses import dataclass, field, replace
 from typing import Literal, NamedTuple, Protocol
 
@@ -24,6 +23,7 @@ from agent_knowledge.errors import KnowledgeError, RerankFailed
 from agent_knowledge.identity.document_access import Viewer, visible
 from agent_knowledge.identity.scope import Scope
 from agent_knowledge.index_format.analyzer import query_tokens
+from agent_knowledge.index_format.chunk_text import Prefetch
 from agent_knowledge.index_format.kb_index import AccessFilter, AnalyzedQuery, IndexHit, KbIndex
 from agent_knowledge.index_format.layout import IndexUnavailable, VectorFileCorrupt
 from agent_knowledge.index_format.stored_generation import IndexObjects
@@ -223,8 +223,9 @@ def retrieve(
             continue  # its access changed since the served index was written: not counted, not shown
         eligible.append((candidate, record))
 
-    for prefetch in prefetches:  # before reading: a block in flight is not fetched twice
-        prefetch.result()
+    for prefetch in prefetches.values():  # before reading: a block in flight is not fetched twice
+        if prefetch.reading is not None:
+            prefetch.reading.result()
     found: list[RetrievedDocument] = []
     seen: set[tuple[str, str]] = set()
     bodies_seen: set[str] = set()
@@ -244,7 +245,7 @@ def retrieve(
             seen.add(key)
             bodies_seen.add(record.body_sha256)
             batch.append((candidate, record))
-        texts = _read_texts([candidate for candidate, _ in batch], text_failed)
+        texts = _read_texts([candidate for candidate, _ in batch], text_failed, prefetches)
         for (candidate, record), text in zip(batch, texts, strict=True):
             if text is None:  # a dense row whose chunk the served index no longer holds, or a failed read
                 seen.discard((candidate.kb_id, candidate.hit.doc_id))
@@ -278,28 +279,30 @@ def _lexical_groups(candidates: list[_Candidate]) -> dict[int, tuple[str, list[t
     return groups
 
 
-def _prefetch_texts(candidates: list[_Candidate]) -> list[Future[object]]:
-    """The background reads of the blocks `candidates`' texts need that this container lacks."""
-    started = []
-    for _, hits in _lexical_groups(candidates).values():
+def _prefetch_texts(candidates: list[_Candidate]) -> dict[int, Prefetch]:
+    """What this container holds of the texts `candidates` need, by text source (`id`), and the
+    background reads of the blocks it lacks."""
+    prefetches = {}
+    for key, (_, hits) in _lexical_groups(candidates).items():
         source = hits[0][1].texts
         assert source is not None
-        prefetch = source.prefetch([(hit.segment_id, hit.doc, hit.digest) for _, hit in hits])
-        if prefetch is not None:
-            started.append(prefetch)
-    return started
+        prefetches[key] = source.prefetch([(hit.segment_id, hit.doc, hit.digest) for _, hit in hits])
+    return prefetches
 
 
-def _read_texts(candidates: list[_Candidate], failed: set[str]) -> list[str | None]:
+def _read_texts(candidates: list[_Candidate], failed: set[str], prefetches: dict[int, Prefetch]) -> list[str | None]:
     """The chunk texts of `candidates`: lexical hits of one index in one call (their missing blocks
-    fetched in parallel), a dense row's on its own; None for a row the index no longer holds. A KB
-    whose texts cannot be read is added to `failed` (its candidates get None)."""
+    fetched in parallel, what `prefetches` found in memory not looked up again), a dense row's on
+    its own; None for a row the index no longer holds. A KB whose texts cannot be read is added to
+    `failed` (its candidates get None)."""
     texts: list[str | None] = [None] * len(candidates)
-    for kb_id, hits in _lexical_groups(candidates).values():
+    for key, (kb_id, hits) in _lexical_groups(candidates).items():
         source = hits[0][1].texts
+        prefetched = prefetches.get(key)
         try:
             assert source is not None
-            read = source.texts([(hit.segment_id, hit.doc, hit.digest) for _, hit in hits])
+            wanted = [(hit.segment_id, hit.doc, hit.digest) for _, hit in hits]
+            read = source.texts(wanted, prefetched.held if prefetched is not None else None)
         except (KnowledgeError, IndexUnavailable, BodyMissing, OSError, ValueError) as exc:
             logger.warning("chunk texts unreadable", extra={"kb_id": kb_id, "error": type(exc).__name__})
             failed.add(kb_id)
