@@ -387,10 +387,10 @@ class ChunkTexts:
         """The texts of `wanted` chunks, in order; the blocks this process lacks are fetched
         RANGE_THREADS at a time. `held`: entries a prefetch already found in memory (not looked up
         again). ChunkTextCorrupt if an entry is not the chunk its digest names."""
-        known = [held.get((segment_id, doc)) for segment_id, doc, _ in wanted] if held else [None] * len(wanted)
-        if all(entry is not None for entry in known):
-            entries = known
-        else:
+        entries: list[tuple[bytes, str] | None] = []
+        if held:
+            entries = [held.get((segment_id, doc)) for segment_id, doc, _ in wanted]
+        if not held or any(entry is None for entry in entries):
             places = [(self._file(segment_id), doc) for segment_id, doc, _ in wanted]
             entries = self._in_memory(places)
             if any(entry is None for entry in entries):
