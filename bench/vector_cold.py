@@ -57,12 +57,29 @@ LAMBDA_VCPU_AT_1024_MB = 1024 / 1769
 RANGE_THREADS = 8
 
 
+def _module(name: str, before: str) -> Any:
+    """The module `name` of this tree; in the code before issue 37 split `index/` (the
+    `--before-tree` child, which has that tree's agent_knowledge first on its path), `before`.
+    Chosen by the loaded package's own directories: the editable install's finder would otherwise
+    resolve `name` in this tree and mix the two."""
+    import importlib
+
+    import agent_knowledge
+
+    package = os.path.dirname(agent_knowledge.__file__ or "")
+    moved = os.path.isdir(os.path.join(package, name.split(".")[1]))
+    return importlib.import_module(name if moved else before)
+
+
 def build(rows: int, dimensions: int, seed: int = 0) -> bytes:
     import numpy as np
 
     from agent_knowledge.embedding.base import normalised
-    from agent_knowledge.index_format.vector_writing import write_vectors
-    from agent_knowledge.index_format.vectors import VectorRow
+
+    write_vectors = _module(
+        "agent_knowledge.index_format.vector_writing", "agent_knowledge.index.vectors"
+    ).write_vectors
+    VectorRow = _module("agent_knowledge.index_format.vectors", "agent_knowledge.index.vectors").VectorRow
 
     generator = np.random.default_rng(seed)
     matrix = normalised(generator.standard_normal((rows, dimensions), dtype=np.float32))
@@ -123,9 +140,11 @@ def child(url: str, manifest_json: str, mode: str, seed: int) -> dict[str, Any]:
     import numpy as np
 
     from agent_knowledge.embedding.base import normalised
-    from agent_knowledge.index_format.layout import IndexManifest
-    from agent_knowledge.index_format.local_files import LocalFiles
-    from agent_knowledge.retrieval.dense import OpenedVectors, dense_search
+
+    IndexManifest = _module("agent_knowledge.index_format.layout", "agent_knowledge.index.layout").IndexManifest
+    LocalFiles = _module("agent_knowledge.index_format.local_files", "agent_knowledge.index.local_files").LocalFiles
+    dense = _module("agent_knowledge.retrieval.dense", "agent_knowledge.index.dense")
+    OpenedVectors, dense_search = dense.OpenedVectors, dense.dense_search
 
     manifest = IndexManifest.model_validate_json(manifest_json)
     dimensions = int(manifest.embedding_model_id.rpartition("/")[2])
