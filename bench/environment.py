@@ -28,6 +28,17 @@ BASE_ENVIRONMENT = dummy_environment("agent-knowledge-bench", "AgentKnowledgeBen
 SERVER_TOKEN = "bench-server-token-0123456789abcdef0123456789abcdef"
 
 
+def process_search() -> dict[str, Any]:
+    """`retrieve`'s `embedder` and `reranker` as a search function of this process's environment
+    has them (`Dependencies.embedder`, `Dependencies.reranker`): the benchmarks time the product's
+    path. Made once per measurement, outside the timed calls."""
+    from agent_knowledge.embedding.factory import make_embedder
+    from agent_knowledge.retrieval.rerank import make_reranker
+    from agent_knowledge.settings import embedding_settings, rerank_settings
+
+    return {"embedder": make_embedder(embedding_settings()), "reranker": make_reranker(rerank_settings())}
+
+
 def configure(extra: dict[str, str] | None = None) -> None:
     use_dummy_environment({**BASE_ENVIRONMENT, **(extra or {})})
 

@@ -61,13 +61,14 @@ def in_memory_repositories(kb_id: str, count: int) -> MemoryRepositories:
 
 def rebuild_in_memory(count: int, repeats: int) -> dict[str, Any]:
     from agent_knowledge.indexer.rebuild import rebuild_kb_index
+    from agent_knowledge_dev.runtime import process_vector_space
 
     repositories = in_memory_repositories("bench", count)
     times = []
     with quiet():
         for _ in range(repeats):
             started = time.perf_counter()
-            rebuild_kb_index(repositories, "bench")
+            rebuild_kb_index(repositories, "bench", vector_space=process_vector_space())
             times.append(time.perf_counter() - started)
     chunks = sum(record.chunk_count for record in repositories.documents.records.values())
     return {"documents": count, "chunks": chunks, **_generations(times), "chunks_per_second": round(chunks / times[0])}
@@ -86,6 +87,7 @@ def _generations(times: list[float]) -> dict[str, Any]:
 
 def rebuild_against_moto(count: int, repeats: int) -> dict[str, Any]:
     from agent_knowledge.indexer.publish import publish_rebuild
+    from agent_knowledge_dev.runtime import process_vector_space
 
     with local_stack() as repositories, quiet():
         seed_demo_workspace(repositories)
@@ -93,7 +95,7 @@ def rebuild_against_moto(count: int, repeats: int) -> dict[str, Any]:
         times = []
         for _ in range(repeats):
             started = time.perf_counter()
-            publish_rebuild(repositories, "handbook")
+            publish_rebuild(repositories, "handbook", vector_space=process_vector_space())
             times.append(time.perf_counter() - started)
     return {
         "documents": count,

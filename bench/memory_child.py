@@ -42,11 +42,14 @@ def main() -> None:
     from agent_knowledge_dev.handlers import load_function
 
     load_function("search")
+    from agent_knowledge.embedding.factory import make_embedder
     from agent_knowledge.identity.scope import Scope
     from agent_knowledge.index_format.local_files import LocalFiles
     from agent_knowledge.records import KnowledgeBaseRecord, KnowledgeConfig, SourceConfig
     from agent_knowledge.retrieval.query import retrieve
     from agent_knowledge.retrieval.reader_cache import IndexCache
+    from agent_knowledge.retrieval.rerank import make_reranker
+    from agent_knowledge.settings import embedding_settings, rerank_settings
     from bench.index_store import DirectoryObjects
 
     result = {"imported_rss_mib": _mib(_status_kib("VmRSS"))}
@@ -62,8 +65,10 @@ def main() -> None:
             result["loaded_rss_mib"] = _mib(_status_kib("VmRSS"))
             result["tmp_bytes"] = cache.files.stored_bytes()
             candidates = 0
+            # What a search function of this environment searches with (`Dependencies`).
+            search = {"embedder": make_embedder(embedding_settings()), "reranker": make_reranker(rerank_settings())}
             for query in json.loads(Path(queries_path).read_text(encoding="utf-8")):
-                found = retrieve(objects, _NoRecords(), scope, query, 3, cache=cache)
+                found = retrieve(objects, _NoRecords(), scope, query, 3, cache=cache, **search)
                 candidates += found.stale_hits_dropped
             result["queried_rss_mib"] = _mib(_status_kib("VmRSS"))
             result["chunks"] = index.chunk_count

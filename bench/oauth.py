@@ -74,8 +74,9 @@ def _timed(event: dict[str, Any]) -> tuple[float, float, list[str]]:
 
 
 def run(profile: str = "full") -> dict[str, Any]:
-    from agent_knowledge.identity.oauth import configured_validator
+    from agent_knowledge.identity.oauth import oauth_config, validator_for
     from agent_knowledge.runtime.container import reset_container_caches
+    from agent_knowledge.settings import get_settings
     from agent_knowledge_dev.demo import DEMO_CLIENT, DEMO_TOKEN
     from bench.workspace import handbook_stack
 
@@ -102,8 +103,9 @@ def run(profile: str = "full") -> dict[str, Any]:
                     for mode in tokens:
                         cpu, wall, _ = _timed(events[mode][number])
                         samples[mode][number].append((cpu, wall))
-            validator = configured_validator()
-            assert validator is not None
+            config = oauth_config(get_settings())  # the container's, as its searches above validated with
+            assert config is not None
+            validator = validator_for(config)
             validations = []
             for _ in range(settings["validations"]):
                 started = time.process_time()

@@ -113,12 +113,13 @@ def pipeline_stack(preload: list[Any] | None = None) -> Iterator[tuple[Any, Any,
             from agent_knowledge.index_format.recent_chunks import RecentChunks
             from agent_knowledge.indexer.publish import publish_rebuild
             from agent_knowledge.ingest.ingestor import Ingestor
+            from agent_knowledge_dev.runtime import process_vector_space
 
             recent = RecentChunks()
             ingestor = Ingestor(repositories, recent_chunks=recent)
             for doc in preload:
                 ingestor.put(KB, doc.source_key, doc.title, doc.body)
-            publish_rebuild(repositories, KB, known=recent)
+            publish_rebuild(repositories, KB, known=recent, vector_space=process_vector_space())
         session = botocore.session.get_session()
         pollers_sqs = session.create_client("sqs", region_name="us-east-1")
         s3 = session.create_client("s3", region_name="us-east-1")
@@ -137,12 +138,16 @@ def _found(repositories: Any, query: str, title: str) -> bool:
     from agent_knowledge.identity.scope import Scope
     from agent_knowledge.records import KnowledgeConfig, SourceConfig
     from agent_knowledge.retrieval.query import retrieve
+    from agent_knowledge.retrieval.reader_cache import index_cache
+    from bench.environment import process_search
 
     config = KnowledgeConfig(enabled=True, sources=[SourceConfig(kb_id=KB)])
     scope = Scope(config, repositories.knowledge_bases.get_many([KB]))
     return any(
         hit.document.title == title
-        for hit in retrieve(repositories.bodies, repositories.documents, scope, query, 3).documents
+        for hit in retrieve(
+            repositories.bodies, repositories.documents, scope, query, 3, cache=index_cache, **process_search()
+        ).documents
     )
 
 
@@ -162,8 +167,9 @@ def _put_all(s3: Any, bucket: str, docs: list[Any]) -> None:
 
 def _drained(repositories: Any, runner: Any) -> bool:
     from agent_knowledge.ingest.status import kb_status
+    from agent_knowledge.settings import sizing_settings
 
-    return runner.idle() and kb_status(repositories, KB).pending == 0
+    return runner.idle() and kb_status(repositories, KB, sizing=sizing_settings()).pending == 0
 
 
 def _summary(samples: list[float]) -> dict[str, Any]:
@@ -219,9 +225,10 @@ def bulk(count: int) -> dict[str, Any]:
             complete = False
         wall, cpu = time.perf_counter() - started, time.process_time() - cpu_started
         from agent_knowledge.ingest.status import kb_status
+        from agent_knowledge.settings import sizing_settings
 
         counts, write_units, read_items = dict(calls.counts), calls.write_units, calls.read_items
-        status = kb_status(observer, KB)
+        status = kb_status(observer, KB, sizing=sizing_settings())
         generation = observer.knowledge_bases.get(KB).generation
         invocations = {name: runner.invocations[name] - invocations_before.get(name, 0) for name in runner.invocations}
     return {

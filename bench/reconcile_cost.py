@@ -91,9 +91,8 @@ def run(objects: int = 10_000, chunks: int = 8, repeats: int = 3) -> dict[str, A
 
     from agent_knowledge.ingest.reconcile import compare, reconcile_kb
     from agent_knowledge.repositories import aws
-    from agent_knowledge.repositories.bundle import default_repositories
     from agent_knowledge.repositories.dynamo import to_item
-    from agent_knowledge.runtime.container import default_pipeline_dependencies
+    from agent_knowledge.runtime.container import default_pipeline_dependencies, default_repositories
     from agent_knowledge_dev.admin import create_knowledge_base
     from agent_knowledge_dev.stacks import moto_server_stack
 

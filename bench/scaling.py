@@ -99,6 +99,9 @@ class OursQueryPath:
         config = KnowledgeConfig(enabled=True, sources=[SourceConfig(kb_id=KB_ID)])  # default top_k=10, max_docs=3
         self._scope = Scope(config, {KB_ID: self._kb})
         self._cache = IndexCache(LocalFiles(os.path.join(self._root, "warm")))
+        from bench.environment import process_search
+
+        self._search = process_search()
         self._cache.get(self._objects, self._kb)
 
     def load_seconds(self) -> float:
@@ -111,7 +114,7 @@ class OursQueryPath:
         return elapsed
 
     def search(self, query: str) -> int:
-        result = retrieve(self._objects, self._documents, self._scope, query, 3, cache=self._cache)
+        result = retrieve(self._objects, self._documents, self._scope, query, 3, cache=self._cache, **self._search)
         assert not result.failed_kb_ids
         return len(result.documents)
 

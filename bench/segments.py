@@ -368,8 +368,11 @@ def measure(size: int, updates: int, doc_chunks: tuple[int, int], query_count: i
     from agent_knowledge.records import KnowledgeConfig, SourceConfig
     from agent_knowledge.retrieval.query import retrieve
     from agent_knowledge.retrieval.reader_cache import IndexCache
+    from agent_knowledge_dev.runtime import process_vector_space
     from bench.index_store import publish_chunks
     from bench.stats import median_ratio_interval, percentile, ratio, summary_ms
+
+    vector_space = process_vector_space()  # the writer's, as the indexer's Dependencies give it
 
     figure: dict[str, Any] = {"chunks": size}
     bucket = _Bucket(os.path.join(scratch, "bucket"))
@@ -400,7 +403,7 @@ def measure(size: int, updates: int, doc_chunks: tuple[int, int], query_count: i
         downloaded_before = bucket.objects.downloaded_bytes
         publishes_before, compactions_before = len(bucket.publishes), len(compaction_cpu)
         wall, cpu = time.perf_counter(), time.process_time()
-        update_kb_index(repositories, KB_ID, [doc_id], files=writer_files)  # type: ignore[arg-type]
+        update_kb_index(repositories, KB_ID, [doc_id], files=writer_files, vector_space=vector_space)  # type: ignore[arg-type]
         cpu_seconds = time.process_time() - cpu
         published = bucket.publishes[publishes_before:]
         compaction = sum(compaction_cpu[compactions_before:])
@@ -448,7 +451,7 @@ def measure(size: int, updates: int, doc_chunks: tuple[int, int], query_count: i
     syncs = []
     for number in range(updates + 1, updates + 4):
         doc_id = _change(repositories, number, doc_chunks)
-        update_kb_index(repositories, KB_ID, [doc_id], files=writer_files)  # type: ignore[arg-type]
+        update_kb_index(repositories, KB_ID, [doc_id], files=writer_files, vector_space=vector_space)  # type: ignore[arg-type]
         wall = time.perf_counter()
         reader.get(bucket, repositories.knowledge_bases.record)
         syncs.append((time.perf_counter() - wall, reader.last_sync[KB_ID].downloaded_bytes))
@@ -509,11 +512,14 @@ def measure(size: int, updates: int, doc_chunks: tuple[int, int], query_count: i
     raw_searcher = tantivy.Index.open(directory).searcher()
     documents = _AllCurrent()
     latency: dict[str, Any] = {}
+    from bench.environment import process_search
+
+    search = process_search()
     for language in ("en", "zh"):
         for long in (False, True):
             queries = _queries(language, long, query_count, seed=size % 1000 + (7 if long else 3))
             for query in queries:  # warm-up, and every hit's record built outside the timed pass
-                retrieve(bucket, documents, scope, query, 3, cache=reader)
+                retrieve(bucket, documents, scope, query, 3, cache=reader, **search)
                 raw_search(raw_searcher, query)
             ours_times, raw_times, ours_cpu, raw_cpu = [], [], [], []
 
@@ -524,7 +530,7 @@ def measure(size: int, updates: int, doc_chunks: tuple[int, int], query_count: i
                 cpus.append(time.process_time() - cpu)
 
             for number, query in enumerate(queries):
-                ours_search = functools.partial(retrieve, bucket, documents, scope, query, 3, cache=reader)
+                ours_search = functools.partial(retrieve, bucket, documents, scope, query, 3, cache=reader, **search)
                 raw_tantivy = functools.partial(raw_search, raw_searcher, query)
                 # Which of the two runs first alternates: the second finds the query's postings in
                 # the CPU's caches (ours first, every query, put ours at a disadvantage of ~0.1x).

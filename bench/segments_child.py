@@ -163,13 +163,16 @@ def main() -> None:
         result["chunks"] = index.chunk_count
     elif mode == "moto-indexer":
         from agent_knowledge.indexer.update import update_kb_index
+        from agent_knowledge_dev.runtime import process_vector_space
 
         kb = KnowledgeBaseRecord.model_validate_json(Path(sys.argv[4]).read_text(encoding="utf-8"))
         record = DocumentRecord.model_validate_json(Path(sys.argv[6]).read_text(encoding="utf-8"))
         documents = Documents()
         documents.records[(record.kb_id, record.doc_id)] = record
         repositories = SimpleNamespace(knowledge_bases=OneKnowledgeBase(kb), documents=documents, bodies=store)
-        generation = update_kb_index(repositories, kb.kb_id, [record.doc_id], files=LocalFiles(sys.argv[5]))  # type: ignore[arg-type]
+        generation = update_kb_index(
+            repositories, kb.kb_id, [record.doc_id], files=LocalFiles(sys.argv[5]), vector_space=process_vector_space()
+        )  # type: ignore[arg-type]
         assert generation > kb.generation
         result["downloaded_bytes"] = store.downloaded_bytes
         result["uploaded_bytes"] = store.uploaded_bytes

@@ -34,6 +34,7 @@ def ingest(repositories, kb_id: str, documents: Iterable[SyntheticDocument]) -> 
     from agent_knowledge.index_format.recent_chunks import RecentChunks
     from agent_knowledge.indexer.publish import publish_rebuild
     from agent_knowledge.ingest.ingestor import Ingestor
+    from agent_knowledge_dev.runtime import process_vector_space
 
     recent = RecentChunks()
     ingestor = Ingestor(repositories, recent_chunks=recent)
@@ -47,7 +48,7 @@ def ingest(repositories, kb_id: str, documents: Iterable[SyntheticDocument]) -> 
         for _ in results:
             count += 1
     ingested = time.perf_counter()
-    publish_rebuild(repositories, kb_id, known=recent)
+    publish_rebuild(repositories, kb_id, known=recent, vector_space=process_vector_space())
     return IngestTiming(count, ingested - started, time.perf_counter() - ingested)
 
 

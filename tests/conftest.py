@@ -27,6 +27,7 @@ hypothesis_settings.load_profile("shared-machine")
 from agent_knowledge.core.clock import Clock  # noqa: E402
 from agent_knowledge.dependencies import Dependencies  # noqa: E402
 from agent_knowledge.repositories.bundle import Repositories  # noqa: E402
+from agent_knowledge.settings import get_settings  # noqa: E402
 from agent_knowledge_dev.handlers import HttpResult, invoke_function  # noqa: E402
 from agent_knowledge_dev.stacks import in_process_stack  # noqa: E402
 from tests.support.fakes import FakeClock  # noqa: E402
@@ -42,7 +43,8 @@ class Stack:
     clock: FakeClock
 
     def dependencies(self, clock: Clock | None = None) -> Dependencies:
-        return Dependencies(repositories=self.repositories, clock=clock or self.clock)
+        # The settings a container of this stack reads (its environment is this process's).
+        return Dependencies(repositories=self.repositories, settings=get_settings(), clock=clock or self.clock)
 
 
 @pytest.fixture

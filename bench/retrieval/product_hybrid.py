@@ -91,7 +91,7 @@ def run_set(set_name: str, embedder: LocalEmbedder, systems: dict[str, Any]) -> 
         started = time.process_time()
         result = retrieve(
             ours._objects, ours._documents, ours._scope, query, TOP_DOCS, cache=ours._cache,
-            embedder=embedder if with_embedder else None,
+            embedder=embedder if with_embedder else None, reranker=None,
         )  # fmt: skip
         cpu = (time.process_time() - started) * 1000
         assert not result.failed_kb_ids

@@ -1,7 +1,7 @@
 """POST /agent-api/v1/workspaces/{route}/mcp — MCP over Streamable HTTP (stateless, JSON answers):
 the tools knowledge_search and knowledge_read, each call revalidated like the knowledge routes.
 GET and DELETE answer 405. Transport and JSON-RPC: `agent_knowledge.mcp.stateless_server`; the
-Origins a browser may call it from: `agent_knowledge.mcp.origins` (`MCP_ALLOWED_ORIGINS`).
+Origins a browser may call it from: `agent_knowledge.mcp.origins` (`MCP_ALLOWED_ORIGINS`, in the settings).
 
 GET /.well-known/oauth-protected-resource/agent-api/v1/workspaces/{route}/mcp — its OAuth protected-
 resource metadata (RFC 9728) in OAuth mode; 404 in bearer-token mode (`agent_knowledge.identity.oauth`)."""
@@ -9,10 +9,9 @@ resource metadata (RFC 9728) in OAuth mode; 404 in bearer-token mode (`agent_kno
 from __future__ import annotations
 
 from agent_knowledge.identity.caller import valid_route_name
-from agent_knowledge.identity.oauth import METADATA_PREFIX, configured_oauth, resource_metadata
+from agent_knowledge.identity.oauth import METADATA_PREFIX, resource_metadata
 from agent_knowledge.knowledge.read import read_knowledge
 from agent_knowledge.knowledge.search import search_knowledge
-from agent_knowledge.mcp.origins import configured_origins
 from agent_knowledge.mcp.stateless_server import StatelessServer, Tool, method_not_allowed, register_mcp_error_handlers
 from agent_knowledge.mcp.tool_catalog import READ, SEARCH
 from agent_knowledge.models import ReadRequest, ReadResponse, SearchRequest, SearchResponse
@@ -43,7 +42,7 @@ def mcp(route: str) -> Response:
             ),
             Tool(READ, ReadRequest, ReadResponse, lambda body: read_knowledge(deps, authorization, route, body)),
         ],
-        allowed_origins=configured_origins(),
+        allowed_origins=deps.settings.allowed_origins,
     )
     return server.answer(request.event, authenticate=lambda: request.open_workspace(route))
 
@@ -55,10 +54,11 @@ def stream_or_session(route: str) -> Response:
 
 @app.get(METADATA_PATH)
 def protected_resource_metadata(route: str) -> Response:
-    config = configured_oauth()
+    request = current_request(app)
+    config = request.deps.oauth()
     if config is None or not valid_route_name(route):  # bearer-token mode publishes nothing
         return error_response(404, "not_found", "no such endpoint")
-    return json_response(200, resource_metadata(config, current_request(app).event, route))
+    return json_response(200, resource_metadata(config, request.event, route))
 
 
 lambda_handler = api_entry_point(app, request_metric="McpRequests", clients=("dynamodb", "s3", "secretsmanager"))

@@ -38,6 +38,7 @@ from agent_knowledge.identity.document_access import MAX_SIDECAR_BYTES, is_sidec
 from agent_knowledge.ingest.binary_formats import BINARY_MEDIA_TYPES, MAX_BINARY_SOURCE_BYTES
 from agent_knowledge.ingest.content import MAX_BODY_BYTES
 from agent_knowledge.ingest.source_files import media_type_of
+from agent_knowledge_dev.runtime import process_vector_space
 
 if TYPE_CHECKING:
     from agent_knowledge.repositories.bundle import Repositories
@@ -321,8 +322,10 @@ def ingest_directory(
             summary.count(outcome)
         if on_result:
             on_result(source, outcome or "failed", error)
-    summary.index_generation = publish_rebuild(repositories, kb_id, known=recent)
+    summary.index_generation = publish_rebuild(repositories, kb_id, known=recent, vector_space=process_vector_space())
     from agent_knowledge.indexer.vector_backlog import request_embedding_after_rebuild
+    from agent_knowledge.settings import get_settings
 
-    request_embedding_after_rebuild(kb_id, summary.index_generation)  # vectors follow (hybrid search)
+    # Vectors follow (hybrid search), by the stack's indexer.
+    request_embedding_after_rebuild(kb_id, summary.index_generation, get_settings())
     return summary

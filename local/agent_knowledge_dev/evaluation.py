@@ -110,6 +110,13 @@ def evaluate(
     from agent_knowledge.retrieval.query_vector import searchable
     from agent_knowledge.retrieval.reader_cache import index_cache
 
+    def search(query: str, embedder: Embedder | None) -> Any:
+        # The fused order: no reranker, whatever the stack's (`hybrid` is the fusion's answer).
+        return retrieve(
+            repositories.bodies, repositories.documents, scope, query, TOP,
+            cache=index_cache, embedder=embedder, reranker=None,
+        )  # fmt: skip
+
     kb = repositories.knowledge_bases.get(kb_id)
     assert kb is not None
     scope = Scope(KnowledgeConfig(enabled=True, sources=[SourceConfig(kb_id=kb_id)], max_docs=TOP), {kb_id: kb})
@@ -125,11 +132,11 @@ def evaluate(
     for mode in ("dense", "hybrid"):
         results[mode].unavailable = reason
     for question in questions:
-        lexical = retrieve(repositories.bodies, repositories.documents, scope, question.query, TOP, embedder=None)
+        lexical = search(question.query, None)
         results["lexical"].add(question, [hit.document for hit in lexical.documents], kb_id)
         if reason is not None or embedder is None or served is None:
             continue
-        hybrid = retrieve(repositories.bodies, repositories.documents, scope, question.query, TOP, embedder=embedder)
+        hybrid = search(question.query, embedder)
         results["hybrid"].add(question, [hit.document for hit in hybrid.documents], kb_id)
         results["dense"].add(question, _dense_documents(repositories, served, embedder, question.query, kb_id), kb_id)
     return {

@@ -55,6 +55,7 @@ def reconcile_dependencies(arguments: argparse.Namespace, repositories: Reposito
     """What `reconcile_kb` needs, from the CLI's clients: refuses a stack without the pipeline."""
     from agent_knowledge.dependencies import PipelineDependencies
     from agent_knowledge.repositories.queues import IndexQueue, SourceQueue
+    from agent_knowledge.settings import get_settings
 
     sources = source_objects(arguments)
     client, queues = pipeline_queues(arguments)
@@ -71,4 +72,5 @@ def reconcile_dependencies(arguments: argparse.Namespace, repositories: Reposito
         sources=sources,
         index_queue=IndexQueue(sqs, queues["IndexQueue"]),
         source_queue=SourceQueue(sqs, queues["SourceQueue"]),
+        settings=get_settings(),
     )

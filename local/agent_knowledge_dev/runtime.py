@@ -20,6 +20,16 @@ def reset_caches() -> None:
     reset_container_caches()
 
 
+def process_vector_space() -> str:
+    """The vector space an index writer run by this process (the CLI, a bulk load) carries vectors
+    of: this process's embedding settings (`use_stack_environment` put the local stack's in place),
+    as the stack's indexer function would take them from its `Dependencies`."""
+    from agent_knowledge.embedding.factory import vector_space_of
+    from agent_knowledge.settings import embedding_settings
+
+    return vector_space_of(embedding_settings())
+
+
 # Locally there is no X-Ray daemon and nobody reads EMF metrics from stdout.
 LOCAL_POWERTOOLS = {"POWERTOOLS_TRACE_DISABLED": "true", "POWERTOOLS_METRICS_DISABLED": "true"}
 

@@ -106,7 +106,7 @@ def moto_server_stack(
     from moto.server import ThreadedMotoServer
 
     from agent_knowledge.repositories import aws
-    from agent_knowledge.repositories.bundle import default_repositories
+    from agent_knowledge.runtime.container import default_repositories
     from agent_knowledge_dev.demo import seed_demo, seed_sample_documents
     from agent_knowledge_dev.functions import function_logs_to_stderr
     from agent_knowledge_dev.runtime import use_local_backend, use_stack_environment

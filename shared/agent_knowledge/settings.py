@@ -1,10 +1,12 @@
 """Configuration: one validated model read from environment variables once per container.
 
-Every variable is declared in `template.yaml` (Globals.Function.Environment); there are no
-literal table or bucket names anywhere in the code. `Settings` has two sections, each with its
-own variables: `embedding` (which embedder, docs/retrieval.md "Dense retrieval") and `sizing`
-(each function's ephemeral storage, `index_format/sizing.py`). The container reads them once
-(`get_settings`) and `Dependencies` carries them; code below takes what it needs as parameters.
+Every variable is declared in `template.yaml`; there are no literal table or bucket names
+anywhere in the code. `Settings` has three sections, each with its own variables: `embedding`
+(which embedder, docs/retrieval.md "Dense retrieval"), `sizing` (each function's ephemeral storage,
+`index_format/sizing.py`) and `rerank` (the optional reranker, `retrieval/rerank.py`); and the
+Origins a browser may call MCP from (`allowed_origins`, `mcp/origins.py`). The container reads
+them once (`runtime/container.py`) and `Dependencies` carries them; code below takes what it
+needs as parameters and never reads the environment itself.
 
 EMBEDDING_PROVIDER     local | local-e5 | bedrock | none (lexical only; the default when unset — the
                        template sets bedrock, `make serve` and the tests local; local-e5 is
@@ -16,18 +18,22 @@ EMBEDDING_DIMENSIONS   bedrock: 256, 512 or 1024 (Titan v2's choices; default 10
 SEARCH_EPHEMERAL_STORAGE_MB, INDEXER_EPHEMERAL_STORAGE_MB
                        the template's `SearchEphemeralStorageSize` and `IndexerEphemeralStorageSize`;
                        a process without them (the local runner) assumes the template's default
+RERANK_MODEL_ID        one of RERANK_MODELS, or empty: reranking off (the default; always off locally)
+MCP_ALLOWED_ORIGINS    origins besides the API's own that may call MCP, comma-separated (default none)
 """
 
 from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from typing import Literal
+from typing import Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from agent_knowledge.core.per_container import per_container
 from agent_knowledge.errors import ConfigurationError
+from agent_knowledge.mcp.origins import ENVIRONMENT_VARIABLE as ALLOWED_ORIGINS_VARIABLE
+from agent_knowledge.mcp.origins import parse_allowed_origins
 
 Provider = Literal["local", "local-e5", "bedrock", "none"]
 
@@ -37,6 +43,9 @@ LOCAL_DIMENSIONS = 512
 E5_DIMENSIONS = 384
 
 DEFAULT_EPHEMERAL_STORAGE_MB = 2048  # template.yaml's default for search, turns and the indexer
+
+RerankModelId = Literal["amazon.rerank-v1:0", "cohere.rerank-v3-5:0"]
+RERANK_MODELS: tuple[str, ...] = get_args(RerankModelId)
 
 
 class EmbeddingSettings(BaseModel):
@@ -81,6 +90,12 @@ class SizingSettings(BaseModel):
     indexer_storage_mb: int = Field(default=DEFAULT_EPHEMERAL_STORAGE_MB, gt=0)
 
 
+class RerankSettings(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    model_id: RerankModelId | None = None  # None: reranking is off
+
+
 class Settings(BaseModel):
     model_config = ConfigDict(frozen=True)
 
@@ -111,8 +126,12 @@ class Settings(BaseModel):
     oauth_tenant_claim: str = "tenant"
     oauth_client_id_claim: str = ""
     oauth_scopes: str = ""
+    # The normalised origins (`mcp/origins.normalized_origin`) besides the API's own that a browser
+    # may call the MCP endpoint from.
+    allowed_origins: frozenset[str] = frozenset()
     embedding: EmbeddingSettings = EmbeddingSettings()
     sizing: SizingSettings = SizingSettings()
+    rerank: RerankSettings = RerankSettings()
 
     @field_validator("oauth_issuer")
     @classmethod
@@ -155,6 +174,7 @@ SIZING_ENVIRONMENT = {
     "search_storage_mb": "SEARCH_EPHEMERAL_STORAGE_MB",
     "indexer_storage_mb": "INDEXER_EPHEMERAL_STORAGE_MB",
 }
+RERANK_VARIABLE = "RERANK_MODEL_ID"
 
 
 def _set(environ: Mapping[str, str], names: Mapping[str, str]) -> dict[str, str]:
@@ -182,10 +202,27 @@ def sizing_settings(environ: Mapping[str, str] = os.environ) -> SizingSettings:
         raise ConfigurationError(f"invalid or missing environment variables: {names}") from None
 
 
+def rerank_settings(environ: Mapping[str, str] = os.environ) -> RerankSettings:
+    """Unset or empty `RERANK_MODEL_ID` is off; a model id that is not one of `RERANK_MODELS` is a
+    `ConfigurationError` naming the variable and the choices."""
+    value = environ.get(RERANK_VARIABLE, "").strip()
+    try:
+        return RerankSettings(model_id=value or None)  # type: ignore[arg-type]  # validated here
+    except ValidationError as exc:
+        raise ConfigurationError(
+            f"invalid {RERANK_VARIABLE}={value!r}: choose one of {', '.join(RERANK_MODELS)}, or leave it empty"
+        ) from exc
+
+
 def load_settings(environ: Mapping[str, str] = os.environ) -> Settings:
     """Every section from `environ`, each refusal naming the variables it refused."""
     values = {field: environ[var] for field, var in ENVIRONMENT.items() if var in environ}
-    sections = {"embedding": embedding_settings(environ), "sizing": sizing_settings(environ)}
+    sections = {
+        "embedding": embedding_settings(environ),
+        "sizing": sizing_settings(environ),
+        "rerank": rerank_settings(environ),
+        "allowed_origins": parse_allowed_origins(environ.get(ALLOWED_ORIGINS_VARIABLE, "")),
+    }
     try:
         return Settings.model_validate({**values, **sections})
     except ValidationError as exc:
@@ -195,8 +232,8 @@ def load_settings(environ: Mapping[str, str] = os.environ) -> Settings:
 
 @per_container
 def get_settings() -> Settings:
-    """This container's settings, read once: the container (`runtime/container.py`) puts them in
-    `Dependencies`; only the per-container builders (repositories, signing codec, OAuth) call this."""
+    """This container's settings, read once: only the composition roots call this — the container
+    (`runtime/container.py`), which puts them in `Dependencies`, and the local runner and CLI."""
     return load_settings()
 
 

@@ -1,7 +1,6 @@
 """The benchmarks' order statistics: the bootstrap interval of a ratio of medians."""
 
 import pytest
-
 from bench.stats import median_ratio_interval
 
 

@@ -11,6 +11,7 @@ from agent_knowledge.ingest.binary_formats import DOCX, PDF, PPTX
 from agent_knowledge.ingest.content import prepare_document
 from agent_knowledge.ingest.status import document_listing, kb_status
 from agent_knowledge.repositories.documents import document_id
+from agent_knowledge.settings import SizingSettings
 from agent_knowledge_dev.admin import create_knowledge_base
 from tests.support.office_documents import docx, pdf, pptx
 from tests.support.pipeline import Pipeline, start_pipeline
@@ -66,7 +67,7 @@ def test_an_unreadable_binary_document_fails_with_its_reason(stack, pipeline, ke
     status = listing(stack)
     assert status["good.md"] == ("ready", None)
     assert status[key.removeprefix("kb/")][0] == "failed" and reason in status[key.removeprefix("kb/")][1]
-    assert kb_status(stack.repositories, "kb").failed == 1
+    assert kb_status(stack.repositories, "kb", sizing=SizingSettings()).failed == 1
     assert pipeline.dead_letters("SourceDeadLetterQueue") == []
 
 

@@ -17,7 +17,8 @@ import pytest
 from agent_knowledge.errors import Unauthorized
 from agent_knowledge.identity.caller import open_workspace
 from agent_knowledge.repositories import aws
-from agent_knowledge.repositories.bundle import Repositories, default_repositories
+from agent_knowledge.repositories.bundle import Repositories
+from agent_knowledge.runtime.container import default_repositories
 from agent_knowledge_dev import cli
 from agent_knowledge_dev.commands import Command
 from agent_knowledge_dev.demo import DEMO_KB, DEMO_ROUTE
@@ -122,7 +123,9 @@ def test_workspace_setup_and_session_lifecycle(run):
     # ISO 8601 in UTC, as hints give theirs; the same instant as the epoch seconds.
     expires = datetime.strptime(issued["expires_at"], "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=UTC)
     assert expires.timestamp() == issued["expires_at_epoch"]
-    caller = open_workspace(_repositories(), f"Bearer {issued['access_token']}", "hr", time.time()).caller
+    caller = open_workspace(
+        _repositories(), f"Bearer {issued['access_token']}", "hr", time.time(), oauth=lambda: None
+    ).caller
     assert caller.session.principal is not None
     assert caller.session.principal.model_dump() == {
         "id": "ada",
@@ -137,7 +140,7 @@ def test_workspace_setup_and_session_lifecycle(run):
         "revoked": True,
     }
     with pytest.raises(Unauthorized):
-        open_workspace(_repositories(), f"Bearer {issued['access_token']}", "hr", time.time())
+        open_workspace(_repositories(), f"Bearer {issued['access_token']}", "hr", time.time(), oauth=lambda: None)
 
 
 def test_audience_policy_and_disabled_knowledge(run):

@@ -38,6 +38,7 @@ from agent_knowledge.retrieval.reader_cache import IndexCache, reset_local_state
 from agent_knowledge_dev.admin import create_knowledge_base
 from agent_knowledge_dev.demo import DEMO_KB
 from agent_knowledge_dev.handlers import load_event, with_changes
+from agent_knowledge_dev.runtime import process_vector_space
 from tests.support.knowledge import published
 from tests.support.retrieval import scope_of
 
@@ -65,7 +66,11 @@ def cache(tmp_path):
 
 def run_search(stack, cache: IndexCache, kb_ids: list[str], query: str) -> RetrievalResult:
     scope = scope_of(stack, kb_ids)
-    return retrieve(stack.repositories.bodies, stack.repositories.documents, scope, query, 3, cache=cache)
+    deps = stack.dependencies()  # the stack's embedder and reranker; the cache is this test's container's
+    return retrieve(
+        stack.repositories.bodies, stack.repositories.documents, scope, query, 3,
+        cache=cache, embedder=deps.embedder(), reranker=deps.reranker(),
+    )  # fmt: skip
 
 
 def titles(result: RetrievalResult) -> list[str]:
@@ -262,7 +267,9 @@ def test_the_size_guard_refuses_an_index_larger_than_the_free_space_without_down
 def test_the_size_guard_keeps_serving_the_held_generation_rather_than_dropping_it(stack, ingestor, cache, monkeypatch):
     assert titles(run_search(stack, cache, ["kb"], "cats")) == ["Cats"]  # generation 1 held
     ingestor.put("kb", "dogs.md", "Dogs", "Dogs chase cats.")
-    publish_rebuild(stack.repositories, "kb")  # generation 2: all new files, which would replace the held ones
+    publish_rebuild(
+        stack.repositories, "kb", vector_space=process_vector_space()
+    )  # generation 2: all new files, which would replace the held ones
     downloads = Downloads(stack, monkeypatch)
     _free_space(monkeypatch, 0)
     result = run_search(stack, cache, ["kb"], "cats")
@@ -289,7 +296,9 @@ def test_an_indexer_that_cannot_hold_the_index_fails_the_update_clearly_without_
     _free_space(monkeypatch, local_files_module.ROOM_MARGIN_BYTES)
     writer_files = LocalFiles(str(tmp_path / "writer"))
     with pytest.raises(IndexDoesNotFit) as failure:
-        update_kb_index(stack.repositories, "kb", [document_id("dogs.md")], files=writer_files)
+        update_kb_index(
+            stack.repositories, "kb", [document_id("dogs.md")], files=writer_files, vector_space=process_vector_space()
+        )
     assert str(failure.value) == DOES_NOT_FIT and failure.value.context()["needed_bytes"] > 0
     assert downloads.keys == [] and stack.repositories.knowledge_bases.get("kb").generation == generation
 
@@ -297,13 +306,14 @@ def test_an_indexer_that_cannot_hold_the_index_fails_the_update_clearly_without_
 def test_kb_status_shows_the_index_size_and_the_largest_index_the_sizing_serves(stack, ingestor, monkeypatch):
     from agent_knowledge.index_format.sizing import MARGIN_BYTES, MB
     from agent_knowledge.ingest.status import kb_status
+    from agent_knowledge.settings import sizing_settings
 
     newest = read_manifest(stack.repositories.bodies, "kb", newest_key(stack))
     monkeypatch.setenv("SEARCH_EPHEMERAL_STORAGE_MB", "4096")
     monkeypatch.setenv("INDEXER_EPHEMERAL_STORAGE_MB", "2048")
-    status = kb_status(stack.repositories, "kb")
+    status = kb_status(stack.repositories, "kb", sizing=sizing_settings())
     # The indexer's rebuild needs two copies: 2,048 MB holds an index of half of it.
     assert status.index_bytes == newest.index_bytes > 0
     assert status.largest_index_bytes == (2048 * MB - MARGIN_BYTES) // 2
     monkeypatch.setenv("INDEXER_EPHEMERAL_STORAGE_MB", "10240")
-    assert kb_status(stack.repositories, "kb").largest_index_bytes == 4096 * MB - MARGIN_BYTES
+    assert kb_status(stack.repositories, "kb", sizing=sizing_settings()).largest_index_bytes == 4096 * MB - MARGIN_BYTES

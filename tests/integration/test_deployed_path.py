@@ -116,7 +116,9 @@ def test_every_command_of_the_deployed_path_runs_against_a_deployed_stack(run, c
         if verb == "session issue":
             values["<session_id>"] = results[verb]["session_id"]
             token = results[verb]["access_token"]
-            caller = open_workspace(test_cli._repositories(), f"Bearer {token}", "support", time.time()).caller
+            caller = open_workspace(
+                test_cli._repositories(), f"Bearer {token}", "support", time.time(), oauth=lambda: None
+            ).caller
             assert caller.session.principal is not None and caller.session.principal.id == "alice"
             assert results[verb]["expires_at_epoch"] - time.time() == pytest.approx(604_800, abs=60)
 
@@ -129,7 +131,7 @@ def test_every_command_of_the_deployed_path_runs_against_a_deployed_stack(run, c
     assert results["client put"]["allowed_routes"] == ["support"]
     assert results["session revoke"]["revoked"] is True
     with pytest.raises(Unauthorized):  # revoked: the next call refuses the bearer
-        open_workspace(test_cli._repositories(), f"Bearer {token}", "support", time.time())
+        open_workspace(test_cli._repositories(), f"Bearer {token}", "support", time.time(), oauth=lambda: None)
 
     # What an agent platform's job needs to issue and revoke sessions (README: IAM actions).
     describe = ("cloudformation", "DescribeStacks")

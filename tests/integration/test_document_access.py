@@ -26,9 +26,11 @@ from agent_knowledge.repositories import aws
 from agent_knowledge.repositories.documents import document_id
 from agent_knowledge.retrieval.query import retrieve
 from agent_knowledge.runtime.container import default_pipeline_dependencies
+from agent_knowledge.settings import SizingSettings
 from agent_knowledge_dev import admin
 from agent_knowledge_dev.demo import DEMO_CLIENT, DEMO_KB, DEMO_ROUTE, DEMO_TOKEN
 from agent_knowledge_dev.handlers import load_event, with_changes
+from agent_knowledge_dev.runtime import process_vector_space
 from tests.support.knowledge import bearer, new_session
 from tests.support.pipeline import Pipeline, start_pipeline
 from tests.support.retrieval import scope_of
@@ -51,8 +53,8 @@ def sidecar(allow: list[str], deny: list[str] | None = None) -> bytes:
 def titles(stack, query: str, viewer: Viewer | None, kb_id: str = "kb", embedder=None, max_docs: int = 3) -> list[str]:
     scope = scope_of(stack, [kb_id])
     result = retrieve(
-        stack.repositories.bodies, stack.repositories.documents, scope, query, max_docs, embedder=embedder,
-        reranker=None, viewer=viewer,
+        stack.repositories.bodies, stack.repositories.documents, scope, query, max_docs,
+        cache=stack.dependencies().index_cache(), embedder=embedder, reranker=None, viewer=viewer,
     )  # fmt: skip
     return [found.document.title for found in result.documents]
 
@@ -72,7 +74,7 @@ def test_a_sidecar_gives_its_document_an_access_list_and_is_never_a_document(sta
     pipeline.run()
     assert record(stack, "hr/pay.md").access == DocumentAccess(allow=["role:hr"], deny=["principal:hidden"])
     assert record(stack, "hr/pay.md.metadata.json") is None
-    found = kb_status(stack.repositories, "kb", at(LATER).clock, sources=at(LATER).sources)
+    found = kb_status(stack.repositories, "kb", at(LATER).clock, sources=at(LATER).sources, sizing=SizingSettings())
     assert (found.objects, found.ready, found.not_ingested) == (2, 2, 0)
     listed = {entry.source_key for entry in document_listing(stack.repositories, "kb", sources=at(0).sources)}
     assert listed == {"hr/pay.md", "open.md"}
@@ -159,11 +161,10 @@ def test_a_search_filtered_to_a_small_visible_share_still_returns_three_hints(st
             "kb", f"d{n:02}.md", f"Walrus {n}", f"# Walrus {n}\n\n{words} facts number {n} about the tusks.",
             access=DocumentAccess(allow=["role:hr" if visible else "role:exec"]),
         )  # fmt: skip
-    publish_rebuild(stack.repositories, "kb")
-    from agent_knowledge.embedding.factory import configured_embedder
+    publish_rebuild(stack.repositories, "kb", vector_space=process_vector_space())
     from agent_knowledge.indexer.vector_generation import embed_unembedded
 
-    embedder = configured_embedder()
+    embedder = stack.dependencies().embedder()
     assert embedder is not None and embed_unembedded(stack.repositories, "kb", embedder).remaining_documents == 0
     expected = ["Walrus 37", "Walrus 38", "Walrus 39"]
     assert sorted(titles(stack, "walrus", HR)) == expected
@@ -207,7 +208,7 @@ def put(stack, kb_id: str, documents: dict[str, tuple[str, DocumentAccess | None
     ingestor = Ingestor(stack.repositories, clock=stack.clock)
     for source_key, (body, access) in documents.items():
         ingestor.put(kb_id, source_key, None, body, access=access)
-    publish_rebuild(stack.repositories, kb_id)
+    publish_rebuild(stack.repositories, kb_id, vector_space=process_vector_space())
 
 
 def test_read_refuses_at_once_when_access_is_lost_exactly_as_for_a_document_gone(call, demo):

@@ -7,7 +7,6 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from agent_knowledge.embedding.factory import configured_embedder
 from agent_knowledge.errors import EmbeddingFailed
 from agent_knowledge.index_format.vectors import VectorFile
 from agent_knowledge.indexer import writer as index_writer
@@ -15,7 +14,9 @@ from agent_knowledge.indexer.publish import publish_rebuild
 from agent_knowledge.indexer.vector_generation import ModelMismatch, embed_unembedded, vector_files
 from agent_knowledge.ingest.ingestor import Ingestor
 from agent_knowledge.repositories.documents import document_id
+from agent_knowledge.settings import SizingSettings
 from agent_knowledge_dev.admin import create_knowledge_base
+from agent_knowledge_dev.runtime import process_vector_space
 from tests.support.knowledge import published
 from tests.support.pipeline import Pipeline, start_pipeline
 from tests.support.retrieval import scope_of, search
@@ -72,8 +73,8 @@ class FailingEmbedder:
 
 
 @pytest.fixture
-def embedder():
-    found = configured_embedder()
+def embedder(stack):
+    found = stack.dependencies().embedder()
     assert found is not None, "the local stack's environment sets EMBEDDING_PROVIDER=local"
     return found
 
@@ -84,7 +85,7 @@ def ingestor(stack) -> Ingestor:
     ingestor = Ingestor(stack.repositories, clock=stack.clock)
     for source_key, (title, body) in {**DOCS, **FILLER}.items():
         ingestor.put("kb", source_key, title, body)
-    publish_rebuild(stack.repositories, "kb")
+    publish_rebuild(stack.repositories, "kb", vector_space=process_vector_space())
     return ingestor
 
 
@@ -177,7 +178,7 @@ def test_a_failing_query_embedding_answers_lexically(stack, ingestor, embedder):
     scope = scope_of(stack, ["kb"])
     result = retrieve(
         stack.repositories.bodies, stack.repositories.documents, scope, "knead dough", 3,
-        embedder=FailingEmbedder(embedder),
+        cache=stack.dependencies().index_cache(), embedder=FailingEmbedder(embedder), reranker=None,
     )  # fmt: skip
     assert titles(result)[:1] == ["Baking bread"] and result.failed_kb_ids == []
 
@@ -197,7 +198,7 @@ def test_another_model_is_refused_until_reindex_and_reindex_reuses_vectors(stack
     embed_unembedded(stack.repositories, "kb", embedder)
     assert len(vector_files(manifest(stack))) == 2
     # A rebuild of the same model reuses every row (no embedding) and merges to one file.
-    publish_rebuild(stack.repositories, "kb")
+    publish_rebuild(stack.repositories, "kb", vector_space=process_vector_space())
     counting = CountingEmbedder(embedder)
     done = embed_unembedded(stack.repositories, "kb", counting)
     assert counting.texts == 0 and done.reused_chunks == CHUNKS + 1 and manifest(stack).unembedded == []
@@ -292,17 +293,17 @@ def test_kb_status_says_how_many_documents_wait_for_vectors(stack, ingestor, emb
     from agent_knowledge.ingest.status import kb_status
 
     space = f"{embedder.model_id}/{embedder.dimensions}"
-    waiting = kb_status(stack.repositories, "kb").vectors
+    waiting = kb_status(stack.repositories, "kb", sizing=SizingSettings()).vectors
     assert waiting is not None and (waiting.model, waiting.documents_waiting, waiting.covers_documents) == (
         space, CHUNKS, False,
     )  # fmt: skip
     embed_unembedded(stack.repositories, "kb", embedder)
-    done = kb_status(stack.repositories, "kb").vectors
+    done = kb_status(stack.repositories, "kb", sizing=SizingSettings()).vectors
     assert done is not None and (done.model, done.documents_waiting, done.covers_documents) == (space, 0, True)
     published(
         stack.repositories, ingestor.put("kb", "new.md", "New", "# New\n\nA fresh note about kites.")
     )  # lexical first
-    one_waiting = kb_status(stack.repositories, "kb").vectors
+    one_waiting = kb_status(stack.repositories, "kb", sizing=SizingSettings()).vectors
     assert one_waiting is not None and (one_waiting.model, one_waiting.documents_waiting) == (space, 1)
     # 1 of 65 documents is less than 2 %: fused, the waiting one competing on its words
     assert one_waiting.covers_documents

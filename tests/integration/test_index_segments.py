@@ -29,6 +29,7 @@ from agent_knowledge.repositories.documents import document_id
 from agent_knowledge.retrieval.query import retrieve
 from agent_knowledge.retrieval.reader_cache import IndexCache, reset_local_state
 from agent_knowledge_dev.admin import create_knowledge_base
+from agent_knowledge_dev.runtime import process_vector_space
 from tests.support.knowledge import published
 from tests.support.retrieval import scope_of, search, search_titles
 
@@ -94,7 +95,7 @@ def test_incremental_updates_give_what_a_full_rebuild_of_the_final_state_gives(s
             else:
                 ingestor.delete(kb_id, source_key)
             changed.append(document_id(source_key))
-        update_kb_index(stack.repositories, kb_id, changed)
+        update_kb_index(stack.repositories, kb_id, changed, vector_space=process_vector_space())
     cache = IndexCache(LocalFiles(f"/tmp/ak-test-prop-{kb_id}"))
     incremental = live_chunks(stack, kb_id, cache)
     queries = ["alpha bravo", "charlie", "配置模板", "锁", "hotel echo golf"]
@@ -104,7 +105,7 @@ def test_incremental_updates_give_what_a_full_rebuild_of_the_final_state_gives(s
     found = {query: sorted(search_titles(stack, [kb_id], query, 6, embedder=None)) for query in queries}
     manifest = newest_manifest(stack, kb_id)
 
-    rebuild_kb_index(stack.repositories, kb_id)
+    rebuild_kb_index(stack.repositories, kb_id, vector_space=process_vector_space())
     rebuilt = live_chunks(stack, kb_id, cache)
     assert incremental == rebuilt
     assert {query: sorted(search_titles(stack, [kb_id], query, 6, embedder=None)) for query in queries} == found
@@ -118,7 +119,7 @@ def test_incremental_updates_give_what_a_full_rebuild_of_the_final_state_gives(s
 def test_a_one_document_update_uploads_only_the_new_files(stack, ingestor, monkeypatch):
     for i in range(120):
         ingestor.put("kb", f"d{i}.md", f"D{i}", _body([WORDS[i % 8], f"word{i}"], 3))
-    publish_rebuild(stack.repositories, "kb")
+    publish_rebuild(stack.repositories, "kb", vector_space=process_vector_space())
     base = newest_manifest(stack)
     bodies = stack.repositories.bodies
     original = bodies.put_file
@@ -152,14 +153,22 @@ def test_a_one_document_update_uploads_only_the_new_files(stack, ingestor, monke
 def test_an_update_that_changes_nothing_publishes_nothing(stack, ingestor):
     published(stack.repositories, ingestor.put("kb", "a.md", "A", "Alpha text."))
     generation = kb_record(stack).generation
-    assert update_kb_index(stack.repositories, "kb", [document_id("a.md"), document_id("never.md")]) == generation
-    assert update_kb_index(stack.repositories, "kb", []) == generation
+    assert (
+        update_kb_index(
+            stack.repositories,
+            "kb",
+            [document_id("a.md"), document_id("never.md")],
+            vector_space=process_vector_space(),
+        )
+        == generation
+    )
+    assert update_kb_index(stack.repositories, "kb", [], vector_space=process_vector_space()) == generation
 
 
 def test_a_reader_that_missed_generations_downloads_only_what_it_lacks(stack, ingestor):
     for i in range(40):
         ingestor.put("kb", f"d{i}.md", f"D{i}", _body([WORDS[i % 8]], 2))
-    publish_rebuild(stack.repositories, "kb")
+    publish_rebuild(stack.repositories, "kb", vector_space=process_vector_space())
     reader = IndexCache(LocalFiles("/tmp/ak-test-reader"))
     try:
         first = kb_record(stack)
@@ -193,7 +202,7 @@ def test_a_search_reads_the_chunk_texts_of_what_it_shows_by_ranges_once(stack, i
     files only, are the hits' own chunks, and a second search of them reads nothing."""
     for i in range(40):  # distinct bodies (one hint per body)
         ingestor.put("kb", f"d{i}.md", f"D{i}", _body([WORDS[i % 8], f"item{i}"], 2))
-    publish_rebuild(stack.repositories, "kb")
+    publish_rebuild(stack.repositories, "kb", vector_space=process_vector_space())
     bodies = stack.repositories.bodies
     ranges: list[tuple[str, int, int]] = []
     read_range = bodies.read_range
@@ -207,7 +216,9 @@ def test_a_search_reads_the_chunk_texts_of_what_it_shows_by_ranges_once(stack, i
     reader = IndexCache(LocalFiles(str(tmp_path / "reader")))
     try:
         scope = scope_of(stack, ["kb"])
-        found = retrieve(bodies, stack.repositories.documents, scope, "golf", 3, cache=reader, embedder=None)
+        found = retrieve(
+            bodies, stack.repositories.documents, scope, "golf", 3, cache=reader, embedder=None, reranker=None
+        )
         assert len(found.documents) == 3  # five documents hold "golf"
         for document in found.documents:
             assert "golf" in document.chunk_text and document.matched_terms == ("golf",)
@@ -217,7 +228,9 @@ def test_a_search_reads_the_chunk_texts_of_what_it_shows_by_ranges_once(stack, i
         assert ranges and {key for key, _, _ in ranges} <= set(texts)
         assert reader.last_sync["kb"].downloaded_bytes == manifest.total_bytes - sum(texts.values())
         before = len(ranges)
-        again = retrieve(bodies, stack.repositories.documents, scope, "golf", 3, cache=reader, embedder=None)
+        again = retrieve(
+            bodies, stack.repositories.documents, scope, "golf", 3, cache=reader, embedder=None, reranker=None
+        )
         assert [d.chunk_text for d in again.documents] == [d.chunk_text for d in found.documents]
         assert len(ranges) == before  # kept in memory
     finally:
@@ -252,7 +265,9 @@ def test_a_search_reads_its_hints_texts_while_it_reads_their_records(stack, inge
     chunk_text.cache.clear()
     reader = IndexCache(LocalFiles(str(tmp_path / "reader")))
     try:
-        found = retrieve(bodies, documents, scope_of(stack, ["kb"]), "golf", 3, cache=reader, embedder=None)
+        found = retrieve(
+            bodies, documents, scope_of(stack, ["kb"]), "golf", 3, cache=reader, embedder=None, reranker=None
+        )
         assert len(found.documents) == 3 and all("golf" in d.chunk_text for d in found.documents)
         assert overlapped == [True]
         assert len(ranges) == len(set(ranges))  # every block read once
@@ -359,7 +374,7 @@ def test_a_writer_that_loses_the_race_applies_its_change_on_the_winners_generati
             other = Ingestor(stack.repositories, clock=stack.clock)
             other.put("kb", "b.md", "B", "Bravo.")
             monkeypatch.setattr(kbs, "publish_index", original)
-            update_kb_index(stack.repositories, "kb", [document_id("b.md")])
+            update_kb_index(stack.repositories, "kb", [document_id("b.md")], vector_space=process_vector_space())
             monkeypatch.setattr(kbs, "publish_index", raced)
         won = original(kb_id, expected, kept)
         calls.append(won)
@@ -396,7 +411,7 @@ def test_concurrent_updaters_lose_no_change(stack, ingestor, monkeypatch):
 def test_nothing_unreferenced_stays_beyond_the_kept_generations(stack, ingestor):
     for i in range(12):  # enough small segments for the merge policy to merge some
         published(stack.repositories, ingestor.put("kb", f"d{i}.md", f"D{i}", f"Body number{i}."))
-    publish_rebuild(stack.repositories, "kb")
+    publish_rebuild(stack.repositories, "kb", vector_space=process_vector_space())
     published(stack.repositories, ingestor.put("kb", "d3.md", "D3", "Changed."))
     kept = kb_record(stack).index_manifests
     assert len(kept) == KEEP_GENERATIONS
@@ -427,7 +442,7 @@ def test_one_document_updates_upload_only_their_segment_and_compaction_publishes
     monkeypatch.setattr(merge_policy, "UPDATE_MERGE_MAX_BYTES", 1)
     for i in range(4):
         ingestor.put("kb", f"base{i}.md", f"Base {i}", _body(["alpha", f"base{i}"], 2))
-    publish_rebuild(stack.repositories, "kb")
+    publish_rebuild(stack.repositories, "kb", vector_space=process_vector_space())
     bodies = stack.repositories.bodies
     original = bodies.put_file
     uploads: list[str] = []

@@ -17,6 +17,7 @@ from agent_knowledge.repositories.bodies import BodyMissing
 from agent_knowledge.repositories.documents import document_id
 from agent_knowledge.retrieval.reader_cache import reset_local_state
 from agent_knowledge_dev.admin import create_knowledge_base
+from agent_knowledge_dev.runtime import process_vector_space
 from tests.support.knowledge import published
 from tests.support.retrieval import search_titles
 
@@ -75,7 +76,7 @@ def test_delete_removes_record_body_and_hits(stack, ingestor):
     assert search_titles(stack, ["kb"], "zebra") == ["Gone"]
     deleted = ingestor.delete("kb", "gone.md")
     assert deleted == (record.doc_id,)
-    update_kb_index(stack.repositories, "kb", deleted)
+    update_kb_index(stack.repositories, "kb", deleted, vector_space=process_vector_space())
     assert ingestor.delete("kb", "gone.md") == ()
     assert ingestor.list("kb") == []
     with pytest.raises(BodyMissing):
@@ -112,7 +113,7 @@ def test_unknown_kb_is_refused_by_name(stack, ingestor):
     with pytest.raises(DocumentRejected, match="'nope'"):
         ingestor.put("nope", "a.md", "A", "Body.")
     with pytest.raises(DocumentRejected, match="'nope'"):
-        publish_rebuild(stack.repositories, "nope")
+        publish_rebuild(stack.repositories, "nope", vector_space=process_vector_space())
 
 
 def test_a_transient_body_storage_failure_leaves_a_new_document_pending_for_the_retry(stack, ingestor, monkeypatch):
@@ -133,8 +134,8 @@ def test_each_rebuild_publishes_the_next_generation(stack, ingestor):
     assert generation(stack) == 0
     ingestor.put("kb", "a.md", "A", "Alpha.")
     assert generation(stack) == 0
-    assert publish_rebuild(stack.repositories, "kb") == 1
-    assert publish_rebuild(stack.repositories, "kb") == 2
+    assert publish_rebuild(stack.repositories, "kb", vector_space=process_vector_space()) == 1
+    assert publish_rebuild(stack.repositories, "kb", vector_space=process_vector_space()) == 2
     assert generation(stack) == 2
     kept = stack.repositories.knowledge_bases.get("kb").index_manifests
     assert [read_manifest(stack.repositories.bodies, "kb", key).generation for key in kept] == [2, 1]
@@ -166,7 +167,7 @@ def test_concurrent_bulk_puts_then_one_rebuild(stack, ingestor):
 
     with ThreadPoolExecutor(max_workers=4) as pool:
         assert set(pool.map(put, range(40))) == {"created"}
-    assert publish_rebuild(stack.repositories, "kb") == 1
+    assert publish_rebuild(stack.repositories, "kb", vector_space=process_vector_space()) == 1
     assert search_titles(stack, ["kb"], "number17") == ["Bulk 17"]
 
 
@@ -187,7 +188,7 @@ def test_a_rebuild_that_loses_the_generation_race_catches_up_and_publishes_the_n
         return published
 
     monkeypatch.setattr(kbs, "publish_index", raced)
-    assert publish_rebuild(stack.repositories, "kb") == 2
+    assert publish_rebuild(stack.repositories, "kb", vector_space=process_vector_space()) == 2
     assert attempts == [(0, False), (1, True)]
     assert search_titles(stack, ["kb"], "alpha") == ["A"] and search_titles(stack, ["kb"], "bravo") == ["B"]
 
@@ -207,18 +208,20 @@ def test_a_rebuild_reads_only_the_bodies_it_does_not_have(stack, ingestor, monke
         read_keys.clear()
         return reads
 
-    publish_rebuild(stack.repositories, "kb", known=recent)  # the chunks that ingestor just stored
+    publish_rebuild(
+        stack.repositories, "kb", known=recent, vector_space=process_vector_space()
+    )  # the chunks that ingestor just stored
     assert body_reads() == []
     # Another container (no such memory) adds b.md; a third rebuilds: a.md comes from the previous
     # index, only b.md's body is read.
     b = Ingestor(stack.repositories, clock=stack.clock).put("kb", "b.md", "B", "Bison text.")
-    publish_rebuild(stack.repositories, "kb")
+    publish_rebuild(stack.repositories, "kb", vector_space=process_vector_space())
     assert body_reads() == [b.document.body_key]
     assert search_titles(stack, ["kb"], "aardvark") == ["A"] and search_titles(stack, ["kb"], "bison") == ["B"]
     for key in stack.repositories.knowledge_bases.get("kb").index_manifests:
         stack.repositories.bodies.delete(key)
     reset_local_state()  # a new container: no index files, no manifests at hand
     manifests.clear()
-    publish_rebuild(stack.repositories, "kb")  # nothing to reuse: every body
+    publish_rebuild(stack.repositories, "kb", vector_space=process_vector_space())  # nothing to reuse: every body
     assert len(body_reads()) == 2
     assert search_titles(stack, ["kb"], "aardvark") == ["A"]

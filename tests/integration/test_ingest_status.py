@@ -8,7 +8,9 @@ from agent_knowledge.errors import DocumentRejected
 from agent_knowledge.indexer.publish import publish_rebuild
 from agent_knowledge.ingest.ingestor import Ingestor
 from agent_knowledge.ingest.status import DocumentListing, document_listing, iso_utc, kb_status
+from agent_knowledge.settings import SizingSettings
 from agent_knowledge_dev.admin import create_knowledge_base
+from agent_knowledge_dev.runtime import process_vector_space
 
 
 @pytest.fixture
@@ -17,7 +19,7 @@ def kb(stack):
     ingestor = Ingestor(stack.repositories, clock=stack.clock)
     for name in ("ready", "pending", "failed", "deleted", "gone"):
         ingestor.put("kb", f"{name}.md", name.title(), f"Text about {name}.")
-    publish_rebuild(stack.repositories, "kb")
+    publish_rebuild(stack.repositories, "kb", vector_space=process_vector_space())
     documents = stack.repositories.documents
     records = {record.source_key: record for record in documents.list("kb")}
     now = stack.clock()
@@ -56,7 +58,7 @@ def test_listing_shows_each_document_once_with_its_state(kb):
 def test_kb_status_counts_and_the_oldest_pending_age(kb):
     # Documents stored directly (no sources bucket): each is an object of its own; a delete not yet
     # published is not an object any more, but its change still counts for the pending age.
-    status = kb_status(kb.repositories, "kb", clock=kb.clock)
+    status = kb_status(kb.repositories, "kb", clock=kb.clock, sizing=SizingSettings())
     sizes = {"index_bytes": status.index_bytes, "largest_index_bytes": status.largest_index_bytes}
     # Vectors: the rebuild's documents wait for the indexer's vector pass (tests/integration/test_hybrid_search.py).
     assert status.vectors is not None and status.vectors.documents_waiting == 5
@@ -80,13 +82,13 @@ def test_kb_status_counts_and_the_oldest_pending_age(kb):
 
 def test_an_up_to_date_kb_has_no_pending_age(stack):
     create_knowledge_base(stack.repositories, "empty")
-    assert kb_status(stack.repositories, "empty").oldest_pending_age_seconds is None
+    assert kb_status(stack.repositories, "empty", sizing=SizingSettings()).oldest_pending_age_seconds is None
     assert document_listing(stack.repositories, "empty") == []
 
 
 def test_unknown_kb_is_refused_by_name(stack):
     with pytest.raises(DocumentRejected, match="'nope' does not exist"):
-        kb_status(stack.repositories, "nope")
+        kb_status(stack.repositories, "nope", sizing=SizingSettings())
     with pytest.raises(DocumentRejected, match="'nope' does not exist"):
         document_listing(stack.repositories, "nope")
 

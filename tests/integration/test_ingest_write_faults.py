@@ -13,6 +13,7 @@ from agent_knowledge.indexer.update import update_kb_index
 from agent_knowledge.ingest.ingestor import Ingestor
 from agent_knowledge.repositories.documents import document_id
 from agent_knowledge_dev.admin import create_knowledge_base
+from agent_knowledge_dev.runtime import process_vector_space
 from tests.support.knowledge import published
 from tests.support.retrieval import search_titles
 
@@ -66,7 +67,7 @@ def test_a_delete_racing_a_re_put_of_the_same_content_keeps_the_body(stack, inge
     monkeypatch.setattr(bodies, "delete", re_put_before_delete)
     deleted = ingestor.delete("kb", "doc.md")
     assert deleted
-    update_kb_index(stack.repositories, "kb", deleted)
+    update_kb_index(stack.repositories, "kb", deleted, vector_space=process_vector_space())
     assert stored_body(stack, "doc.md") == b"Narwhal facts."
 
 

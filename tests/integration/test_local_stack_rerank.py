@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from agent_knowledge.core.per_container import reset_all
 from agent_knowledge.repositories import aws
-from agent_knowledge.retrieval.rerank import configured_reranker, rerank_settings
+from agent_knowledge.settings import get_settings, rerank_settings
 from agent_knowledge_dev.stack import create_stack
 
 
@@ -18,6 +18,6 @@ def test_the_local_stack_turns_reranking_off_even_when_the_shell_turned_it_on(st
     monkeypatch.setenv("RERANK_MODEL_ID", environment["RERANK_MODEL_ID"])
     reset_all()
     try:
-        assert configured_reranker() is None
+        assert stack.dependencies().reranker() is None and get_settings().rerank.model_id is None
     finally:
         reset_all()

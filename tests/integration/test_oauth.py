@@ -20,6 +20,7 @@ from agent_knowledge.runtime.container import reset_container_caches
 from agent_knowledge_dev import admin
 from agent_knowledge_dev.demo import DEMO_CLIENT, DEMO_KB, DEMO_ROUTE, DEMO_TOKEN, FOREIGN_ROUTE
 from agent_knowledge_dev.handlers import load_event, with_changes
+from agent_knowledge_dev.runtime import process_vector_space
 from tests.support.knowledge import published
 from tests.support.oauth import IssuerServer, claims_of, hmac_signed, issuer_server, public_pem, unsigned
 
@@ -93,7 +94,7 @@ def test_the_tokens_roles_and_tenant_feed_the_document_access_rules(call, demo, 
                  access=DocumentAccess(allow=["role:board"]))  # fmt: skip
     ingestor.put(DEMO_KB, "acme.md", None, "# Acme quokka\n\nThe quokka plans of acme.\n",
                  access=DocumentAccess(allow=["tenant:acme"], deny=["principal:mallory"]))  # fmt: skip
-    publish_rebuild(demo.repositories, DEMO_KB)
+    publish_rebuild(demo.repositories, DEMO_KB, vector_space=process_vector_space())
 
     def titles(token: str) -> set[str]:
         result = mcp_search(call, token, "quokka")

@@ -12,6 +12,7 @@ from agent_knowledge.ingest import source_events
 from agent_knowledge.ingest.content import prepare_document
 from agent_knowledge.ingest.status import document_listing, kb_status
 from agent_knowledge.repositories.documents import document_id
+from agent_knowledge.settings import SizingSettings
 from agent_knowledge_dev.admin import create_knowledge_base
 from tests.support.pipeline import Pipeline, create_disabled_knowledge_base, start_pipeline
 from tests.support.retrieval import search, search_titles
@@ -152,7 +153,7 @@ def test_a_failed_update_takes_the_old_version_out_of_search(stack, pipeline):
     pipeline.run()
     assert listing(stack)["doc.md"][0] == "failed"
     assert search_titles(stack, ["kb"], "heron") == []
-    assert kb_status(stack.repositories, "kb").model_dump(
+    assert kb_status(stack.repositories, "kb", sizing=SizingSettings()).model_dump(
         exclude={"index_generation", "index_bytes", "largest_index_bytes", "vectors"}
     ) == {
         "kb_id": "kb",
@@ -225,11 +226,11 @@ def test_an_indexing_failure_is_retried_and_lands(stack, pipeline, monkeypatch):
     calls = []
     original = index_update.update_kb_index
 
-    def flaky(repositories, kb_id, doc_ids):
+    def flaky(repositories, kb_id, doc_ids, **options):
         calls.append(kb_id)
         if len(calls) < 3:
             raise KnowledgeUnavailable("index storage is temporarily unavailable")
-        return original(repositories, kb_id, doc_ids)
+        return original(repositories, kb_id, doc_ids, **options)
 
     # The indexer imports it when it runs (the ingest function, which shares its module, must not).
     monkeypatch.setattr(index_update, "update_kb_index", flaky)
@@ -246,7 +247,7 @@ def test_bulk_changes_are_indexed_in_far_fewer_generations_than_documents(stack,
     pipeline.run()
     # Each indexer run publishes a lexical generation, then one with its vectors (hybrid search).
     assert generation(stack) <= 16
-    status = kb_status(stack.repositories, "kb")
+    status = kb_status(stack.repositories, "kb", sizing=SizingSettings())
     assert (status.ready, status.pending, status.failed) == (40, 0, 0)
     assert search_titles(stack, ["kb"], "keyword17")[:1] == ["Bulk 17"]  # dense search adds its neighbours
 
@@ -282,7 +283,7 @@ def test_concurrent_updates_of_one_kb_produce_one_consistent_index(stack, pipeli
         # serves a hit only if its revision is the record's).
         assert record(stack, f"doc{i}.md").revision == prepare_document(f"Doc {i}", current, "text/markdown").revision
     assert "Doc 5" not in search_titles(stack, ["kb"], "doc5")  # dense search still finds its neighbours
-    status = kb_status(stack.repositories, "kb")
+    status = kb_status(stack.repositories, "kb", sizing=SizingSettings())
     assert (status.ready, status.pending, status.failed) == (6, 0, 0)
     assert status.index_generation == generation(stack)
 
@@ -301,7 +302,7 @@ def test_kb_status_agrees_with_search(stack, pipeline):
         # First: dense search adds the other animals after it.
         assert search_titles(stack, ["kb"], document.title.lower())[:1] == [document.title]
     assert "Dingo" not in search_titles(stack, ["kb"], "dingo")
-    status = kb_status(stack.repositories, "kb")
+    status = kb_status(stack.repositories, "kb", sizing=SizingSettings())
     assert (status.ready, status.pending, status.failed) == (3, 0, 1)
 
 
@@ -327,7 +328,7 @@ def test_index_lag_reports_the_oldest_change_still_pending(stack, pipeline, caps
     from agent_knowledge.errors import KnowledgeUnavailable
     from agent_knowledge.indexer import update as index_update
 
-    def broken(*args):
+    def broken(*args, **options):
         raise KnowledgeUnavailable("index storage is temporarily unavailable")
 
     monkeypatch.delenv("POWERTOOLS_METRICS_DISABLED", raising=False)

@@ -11,6 +11,7 @@ from agent_knowledge.repositories.documents import document_id
 from agent_knowledge_dev import admin
 from agent_knowledge_dev.demo import DEMO_CLIENT, DEMO_KB, DEMO_ROUTE, DEMO_TOKEN
 from agent_knowledge_dev.handlers import load_event, with_changes
+from agent_knowledge_dev.runtime import process_vector_space
 from tests.support.knowledge import bearer, create_run, new_session, published, put_documents
 
 LONG_BODY = "# Travel guide\n\n" + "".join(
@@ -292,7 +293,12 @@ def test_title_change_alone_is_changed(call, library):
 
 def test_document_deleted_is_changed(call, library):
     ref = search_ref(call, "receipt")
-    update_kb_index(library.repositories, DEMO_KB, _ingestor(library).delete(DEMO_KB, "expenses.md"))
+    update_kb_index(
+        library.repositories,
+        DEMO_KB,
+        _ingestor(library).delete(DEMO_KB, "expenses.md"),
+        vector_space=process_vector_space(),
+    )
     assert error(read(call, {"ref": ref})) == (409, "knowledge_changed")
 
 

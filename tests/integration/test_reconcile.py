@@ -27,6 +27,7 @@ from agent_knowledge.repositories.bodies import BodyStore
 from agent_knowledge.repositories.documents import document_id
 from agent_knowledge.repositories.queues import DeadLetterQueue
 from agent_knowledge.runtime.container import default_pipeline_dependencies
+from agent_knowledge.settings import SizingSettings
 from agent_knowledge_dev.admin import create_knowledge_base
 from agent_knowledge_dev.handlers import load_event, load_function
 from agent_knowledge_dev.lambda_context import LambdaContext
@@ -52,7 +53,9 @@ def deps_at(offset: float = 0.0) -> PipelineDependencies:
 
 def status_of(stack, kb_id: str = "kb", offset: float = 0.0, dead_letters: DeadLetters | None = None):
     deps = deps_at(offset)
-    found = kb_status(stack.repositories, kb_id, deps.clock, sources=deps.sources, dead_letters=dead_letters)
+    found = kb_status(
+        stack.repositories, kb_id, deps.clock, sources=deps.sources, dead_letters=dead_letters, sizing=SizingSettings()
+    )
     assert found.ready + found.pending + found.failed + found.not_ingested == found.objects, found
     return found
 

@@ -10,6 +10,7 @@ from agent_knowledge.ingest.ingestor import Ingestor
 from agent_knowledge.records import SourceConfig
 from agent_knowledge.retrieval.reader_cache import index_cache
 from agent_knowledge_dev.admin import create_knowledge_base
+from agent_knowledge_dev.runtime import process_vector_space
 from tests.support.knowledge import published
 from tests.support.retrieval import search, search_titles
 
@@ -29,7 +30,7 @@ def ingestor(stack) -> Ingestor:
     ingestor = Ingestor(stack.repositories, clock=stack.clock)
     for source_key, (title, body) in DOCS.items():
         ingestor.put("kb", source_key, title, body)
-    publish_rebuild(stack.repositories, "kb")
+    publish_rebuild(stack.repositories, "kb", vector_space=process_vector_space())
     return ingestor
 
 
@@ -94,7 +95,7 @@ def test_an_update_without_rebuild_drops_the_stale_hit(stack, ingestor):
     ingestor.put("kb", "cats.md", "Cats", "Cats now hunt at night.")
     result = search(stack, ["kb"], "sleep")
     assert result.documents == [] and result.stale_hits_dropped == 1
-    publish_rebuild(stack.repositories, "kb")
+    publish_rebuild(stack.repositories, "kb", vector_space=process_vector_space())
     result = search(stack, ["kb"], "cats hunt")
     assert [hit.chunk_text for hit in result.documents] == ["Cats now hunt at night."]
     assert result.stale_hits_dropped == 0
@@ -124,7 +125,7 @@ def test_kbs_outside_the_scope_do_not_change_scores(stack, ingestor):
     before = search(stack, ["kb"], "cats sleep").documents[0].score
     for i in range(20):
         ingestor.put("other", f"c{i}.md", f"C{i}", "cats " * (i + 1))
-    publish_rebuild(stack.repositories, "other")
+    publish_rebuild(stack.repositories, "other", vector_space=process_vector_space())
     assert search(stack, ["kb"], "cats sleep").documents[0].score == before
 
 

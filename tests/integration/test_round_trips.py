@@ -22,7 +22,6 @@ from typing import Any
 import pytest
 from botocore.awsrequest import AWSResponse
 
-from agent_knowledge.embedding.factory import configured_embedder
 from agent_knowledge.indexer.rebuild import rebuild_kb_index
 from agent_knowledge.indexer.vector_generation import embed_unembedded
 from agent_knowledge.repositories import aws
@@ -241,18 +240,19 @@ def test_a_search_embedding_its_query_with_bedrock_keeps_three_round_trips(demo,
     identity and scope reads and made a 4th."""
     monkeypatch.setenv("EMBEDDING_PROVIDER", "bedrock")
     monkeypatch.setenv("EMBEDDING_DIMENSIONS", "256")
-    configured_embedder.reset()
     get_settings.reset()  # the Dependencies of each call read the settings: Bedrock's from now on
     bedrock = aws.client("bedrock-runtime")
     bedrock.meta.events.register_first("before-send", _titan_v2)  # after the fixture's latency
     try:
-        rebuild_kb_index(demo.repositories, DEMO_KB)  # `kb reindex`: the new model's space
-        embedded = embed_unembedded(demo.repositories, DEMO_KB, configured_embedder())
+        deps = demo.dependencies()
+        rebuild_kb_index(
+            demo.repositories, DEMO_KB, vector_space=deps.vector_space
+        )  # `kb reindex`: the new model's space
+        embedded = embed_unembedded(demo.repositories, DEMO_KB, deps.embedder())
         assert embedded.embedded_chunks > 0 and embedded.remaining_documents == 0  # search is hybrid now
         assert len(_search(call)["hints"]) == 3  # warm
         _, measured = measure(lambda: _search(call))
     finally:
         bedrock.meta.events.unregister("before-send", _titan_v2)
-        configured_embedder.reset()
         get_settings.reset()
     assert measured == (4, 3, {"BatchGetItem": 3, "InvokeModel": 1})

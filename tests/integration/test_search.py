@@ -215,11 +215,10 @@ def test_the_response_stays_within_4096_bytes_for_adversarial_documents(call, de
 
 
 def test_references_bind_the_caller_scope_and_document(call, library):
-    from agent_knowledge.references.server_token import default_codec
     from agent_knowledge.repositories.documents import document_id
 
     body = call("search", load_event("search-english-query")).json()
-    claims = default_codec().open_reference(body["hints"][0]["ref"])
+    claims = library.dependencies().token_codec().open_reference(body["hints"][0]["ref"])
     document = library.repositories.documents.get(DEMO_KB, document_id("hr/vacation.md"))
     assert (claims.kb_id, claims.doc_id, claims.run_id) == (DEMO_KB, document.doc_id, None)
     assert claims.document == document_digest(document)
@@ -228,7 +227,9 @@ def test_references_bind_the_caller_scope_and_document(call, library):
     from agent_knowledge.identity.caller import open_workspace
     from agent_knowledge_dev.demo import DEMO_TOKEN
 
-    caller = open_workspace(library.repositories, bearer(DEMO_TOKEN), DEMO_ROUTE, library.clock()).caller
+    caller = open_workspace(
+        library.repositories, bearer(DEMO_TOKEN), DEMO_ROUTE, library.clock(), oauth=lambda: None
+    ).caller
     assert claims.identity == identity_digest(caller, None)
 
 
@@ -245,13 +246,11 @@ def _with_run(event, run_id):
 
 
 def test_run_bound_search_returns_the_run_id_and_binds_refs_to_it(call, library):
-    from agent_knowledge.references.server_token import default_codec
-
     session_id, event = _session_event(library)
     create_run(library.repositories, session_id, library.clock(), run_id="run_a")
     body = call("search", _with_run(event, "run_a")).json()
     assert body["run_id"] == "run_a"
-    assert default_codec().open_reference(body["hints"][0]["ref"]).run_id == "run_a"
+    assert library.dependencies().token_codec().open_reference(body["hints"][0]["ref"]).run_id == "run_a"
 
 
 def test_unknown_run_is_404(call, library):
@@ -335,7 +334,9 @@ def test_server_preparation_may_search_under_a_preparing_run(library):
     create_run(library.repositories, session_id, library.clock(), run_id="run_prep", state="preparing")
     deps = library.dependencies()
     prefetch = Prefetch(run_id="run_prep")
-    workspace = open_workspace(library.repositories, bearer(token), DEMO_ROUTE, library.clock(), prefetch)
+    workspace = open_workspace(
+        library.repositories, bearer(token), DEMO_ROUTE, library.clock(), prefetch, oauth=lambda: None
+    )
     run = authorize_run(library.repositories, workspace, "run_prep", library.clock(), allow_preparing=True)
     outcome = search_workspace(deps, workspace, "vacation", 3, run)
     assert outcome.response.run_id == "run_prep" and outcome.response.hints

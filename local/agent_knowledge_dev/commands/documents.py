@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from agent_knowledge_dev.arguments import bounded_int
 from agent_knowledge_dev.commands import Command, evaluate, sync
 from agent_knowledge_dev.console import CliError, LocalStackStopped, note, print_json
+from agent_knowledge_dev.runtime import process_vector_space
 from agent_knowledge_dev.target import add_target_arguments, connect, local_stack_stopped, sources_bucket
 
 if TYPE_CHECKING:  # imported where used: every CLI run builds this module's parsers
@@ -451,7 +452,7 @@ def _store_file_directly(
         access = existing.access if existing is not None else None
     result = ingestor.put(session.kb_id, source_key, title, content, media_type=media_type, access=access)
     if result.document.index_pending_since is not None:  # no indexer without the pipeline: publish now
-        publish_pending(session.repositories, session.kb_id, result.doc_ids)
+        publish_pending(session.repositories, session.kb_id, result.doc_ids, vector_space=process_vector_space())
     print_json(
         {
             "outcome": result.outcome,
@@ -612,11 +613,12 @@ def _put_directory(arguments: argparse.Namespace) -> int:
     elif arguments.wait:
         result.update(ready=0, pending=sorted([*uploaded, *pruned]))
     from agent_knowledge.ingest.status import kb_status
+    from agent_knowledge.settings import sizing_settings
 
     generation = None
     if not stopped:
         try:
-            generation = kb_status(session.repositories, session.kb_id).index_generation
+            generation = kb_status(session.repositories, session.kb_id, sizing=sizing_settings()).index_generation
         except KnowledgeUnavailable:
             if not local_stack_stopped():
                 raise
@@ -766,7 +768,8 @@ def _delete_stored_document(session: _Session, source_key: str) -> None:
     from agent_knowledge.ingest.ingestor import Ingestor
 
     deleted = Ingestor(session.repositories).delete(session.kb_id, source_key)
-    update_kb_index(session.repositories, session.kb_id, deleted)  # their chunks leave the index now
+    # Their chunks leave the index now.
+    update_kb_index(session.repositories, session.kb_id, deleted, vector_space=process_vector_space())
 
 
 def _kb_arguments(parser: argparse.ArgumentParser) -> None:
@@ -824,9 +827,9 @@ def _access(arguments: argparse.Namespace) -> int:
     return 0
 
 
-def _pipeline_view(arguments: argparse.Namespace, view: Callable[..., _T]) -> _T:
+def _pipeline_view(arguments: argparse.Namespace, view: Callable[..., _T], **extra: Any) -> _T:
     """`view` (`document_listing` or `kb_status`) of the KB named in `arguments`: its records, the
-    sources bucket's objects and the dead-letter queues' messages."""
+    sources bucket's objects and the dead-letter queues' messages; `extra`: the view's own arguments."""
     from agent_knowledge_dev.admin import require_knowledge_base
     from agent_knowledge_dev.pipeline_state import dead_letters, source_objects
 
@@ -837,6 +840,7 @@ def _pipeline_view(arguments: argparse.Namespace, view: Callable[..., _T]) -> _T
         arguments.kb_id,
         sources=source_objects(arguments),
         dead_letters=dead_letters(arguments, arguments.kb_id),
+        **extra,
     )
 
 
@@ -851,8 +855,10 @@ def _kb_list(arguments: argparse.Namespace) -> int:
 
 def _kb_status(arguments: argparse.Namespace) -> int:
     from agent_knowledge.ingest.status import kb_status
+    from agent_knowledge.settings import sizing_settings
 
-    print_json(_pipeline_view(arguments, kb_status).model_dump(mode="json"))
+    # The storage of this process's environment: a deployed stack's is not read back.
+    print_json(_pipeline_view(arguments, kb_status, sizing=sizing_settings()).model_dump(mode="json"))
     return 0
 
 
@@ -863,10 +869,11 @@ def _kb_reindex(arguments: argparse.Namespace) -> int:
     repositories = connect(arguments)
     require_knowledge_base(repositories, arguments.kb_id)
     started = time.perf_counter()
-    generation = rebuild_kb_index(repositories, arguments.kb_id)
+    generation = rebuild_kb_index(repositories, arguments.kb_id, vector_space=process_vector_space())
     from agent_knowledge.indexer.vector_backlog import request_embedding_after_rebuild
+    from agent_knowledge.settings import get_settings
 
-    request_embedding_after_rebuild(arguments.kb_id, generation)  # the indexer embeds it again
+    request_embedding_after_rebuild(arguments.kb_id, generation, get_settings())  # the indexer embeds it again
     print_json(
         {"kb_id": arguments.kb_id, "index_generation": generation, "seconds": round(time.perf_counter() - started, 2)}
     )

@@ -34,11 +34,13 @@ def _run(arguments: argparse.Namespace) -> int:
         raise CliError(str(exc)) from None
     repositories = connect(arguments)
     require_knowledge_base(repositories, arguments.kb_id)
-    from agent_knowledge.embedding.factory import configured_embedder, make_embedder
+    from agent_knowledge.embedding.factory import make_embedder
+    from agent_knowledge.settings import embedding_settings
 
     # Questions are embedded as the stack's search functions embed them: a deployed stack's
     # parameters say how; the local stack's environment is already this process's.
-    embedder = make_embedder(stack_embedding_settings(arguments.stack)) if arguments.aws else configured_embedder()
+    settings = stack_embedding_settings(arguments.stack) if arguments.aws else embedding_settings()
+    embedder = make_embedder(settings)
     report = evaluate(repositories, arguments.kb_id, questions, embedder)
     if arguments.json:
         print_json(report)

@@ -86,7 +86,7 @@ def _wait(arguments: argparse.Namespace, deps: Any, kb_id: str, *, deadline: flo
     pause, shown = _FIRST_POLL_SECONDS, None
     while True:
         polled = time.monotonic()
-        status = kb_status(deps.repositories, kb_id, sources=deps.sources)
+        status = kb_status(deps.repositories, kb_id, sources=deps.sources, sizing=deps.settings.sizing)
         counts = (status.ready, status.failed, status.pending, status.not_ingested, status.deletes_pending)
         if counts != shown:
             shown = counts
@@ -100,7 +100,13 @@ def _wait(arguments: argparse.Namespace, deps: Any, kb_id: str, *, deadline: flo
         # A poll lists the bucket and reads the records: poll a big KB less often.
         pause = max(min(pause * 2, _MAX_POLL_SECONDS), time.monotonic() - polled)
         time.sleep(max(0.0, min(pause, deadline - time.monotonic())))
-    return kb_status(deps.repositories, kb_id, sources=deps.sources, dead_letters=dead_letters(arguments, kb_id))
+    return kb_status(
+        deps.repositories,
+        kb_id,
+        sources=deps.sources,
+        dead_letters=dead_letters(arguments, kb_id),
+        sizing=deps.settings.sizing,
+    )
 
 
 COMMAND = Command(

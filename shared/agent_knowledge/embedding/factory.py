@@ -1,4 +1,5 @@
-"""Build the configured embedder."""
+"""Build the embedder of an embedding section (`Settings.embedding`; the container's is
+`Dependencies.embedder`), and name the vector space it embeds in."""
 
 from __future__ import annotations
 
@@ -6,10 +7,9 @@ import functools
 from collections.abc import Callable
 from typing import Any
 
-from agent_knowledge.core.per_container import per_container
 from agent_knowledge.embedding.base import Embedder, space_of
 from agent_knowledge.errors import ConfigurationError
-from agent_knowledge.settings import EmbeddingSettings, embedding_settings
+from agent_knowledge.settings import EmbeddingSettings
 
 
 @functools.cache
@@ -66,15 +66,3 @@ def vector_space_of(settings: EmbeddingSettings) -> str:
 
         return space_of(e5_model_id(), settings.resolved_dimensions)
     return space_of(settings.resolved_model_id, settings.resolved_dimensions)
-
-
-@per_container
-def configured_embedder() -> Embedder | None:
-    """The embedder of this process's environment, for callers without `Dependencies` (the
-    operator's tools, benchmarks); the functions take theirs from `Dependencies.embedder`."""
-    return make_embedder(embedding_settings())
-
-
-def configured_vector_space() -> str:
-    """`vector_space_of` this process's environment, for callers without `Dependencies`."""
-    return vector_space_of(embedding_settings())

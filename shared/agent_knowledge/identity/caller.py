@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 from agent_knowledge.errors import RunNotFound, Unauthorized, WorkspaceNotFound
 from agent_knowledge.identity.document_access import Viewer
-from agent_knowledge.identity.oauth import TokenIdentity, TokenRefused, token_identity
+from agent_knowledge.identity.oauth import OAuthConfig, TokenIdentity, TokenRefused, token_identity
 from agent_knowledge.identity.scope import Scope, source_kb_ids
 from agent_knowledge.limits import RUN_ID_MAX_CHARS
 from agent_knowledge.records import (
@@ -174,6 +174,8 @@ def open_workspace(
     route: str,
     now: float,
     prefetch: Prefetch = NO_PREFETCH,
+    *,
+    oauth: Callable[[], OAuthConfig | None],
 ) -> Workspace:
     """Revalidate the caller (docs/DESIGN.md §2) and read the route's scope (§3) in two round trips.
 
@@ -182,10 +184,12 @@ def open_workspace(
     The checks run in the protocol's order on the fresh records, so the same check fails as if the
     records had been read one by one; only when they are read changed. `prefetch.after_session`
     runs once the session is known valid, before round 2 (a read starts its body fetch there).
+    `oauth` gives the trusted issuer a JWT bearer is validated against (None: bearer-token mode),
+    asked only when the bearer is a JWT.
     """
     run_id, task_id, document = prefetch.run_id, prefetch.task_id, prefetch.document
     token = bearer_token(authorization)
-    identity = token_identity(token, now)
+    identity = token_identity(token, now, oauth)
     route_lookup = repositories.routes.lookup(route) if valid_route_name(route) else None
     session, route_record, run, task, document_record, token_client = batch_get(
         repositories.dynamodb,
@@ -230,13 +234,20 @@ def open_workspace(
     )
 
 
-def open_run(repositories: Repositories, authorization: str | None, run_id: str, now: float) -> RunRecord:
+def open_run(
+    repositories: Repositories,
+    authorization: str | None,
+    run_id: str,
+    now: float,
+    *,
+    oauth: Callable[[], OAuthConfig | None],
+) -> RunRecord:
     """The run, after revalidating the caller against its route and checking it owns the run.
 
     Two round trips: {session, run}, then {client, the run's route}; the checks keep their order.
     """
     token = bearer_token(authorization)
-    identity = token_identity(token, now)
+    identity = token_identity(token, now, oauth)
     session, run = batch_get(
         repositories.dynamodb,
         [

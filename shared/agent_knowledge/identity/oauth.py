@@ -35,12 +35,14 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Final
 from urllib.parse import urlsplit
 
-from agent_knowledge.core.per_container import per_container
+from agent_knowledge.core.per_container import on_reset
 from agent_knowledge.errors import ConfigurationError, KnowledgeUnavailable, Unauthorized
 from agent_knowledge.records import Principal, SessionRecord
 
 if TYPE_CHECKING:  # PyJWT and cryptography are imported only when a JWT arrives (cold start)
     from jwt import PyJWK
+
+    from agent_knowledge.settings import Settings
 
 # Asymmetric algorithms only: the key comes from the issuer's public JWKS, so an HMAC algorithm
 # would verify with a public value (the "HS256 signed with the public key" attack), and `none` with nothing.
@@ -373,17 +375,23 @@ def _number(value: Any) -> float:
     return float(value)
 
 
-@per_container
-def configured_validator() -> OAuthValidator | None:
-    """This container's validator, or None when no issuer is configured (bearer-token mode)."""
-    config = configured_oauth()
-    return None if config is None else OAuthValidator(config, JwksCache(config))
+# Per container, by configuration (one in a deployment): each keeps its issuer's keys (`JwksCache`).
+_validators: dict[OAuthConfig, OAuthValidator] = {}
+_validators_lock = threading.Lock()
+on_reset(_validators.clear)
 
 
-def configured_oauth() -> OAuthConfig | None:
-    from agent_knowledge.settings import get_settings
+def validator_for(config: OAuthConfig) -> OAuthValidator:
+    """This container's validator of `config`, made on first use and kept with its keys."""
+    with _validators_lock:
+        validator = _validators.get(config)
+        if validator is None:
+            validator = _validators[config] = OAuthValidator(config, JwksCache(config))
+        return validator
 
-    settings = get_settings()
+
+def oauth_config(settings: Settings) -> OAuthConfig | None:
+    """The trusted issuer of `settings`, or None when none is configured (bearer-token mode)."""
     if not settings.oauth_issuer:
         return None
     if not settings.oauth_audience:
@@ -398,14 +406,15 @@ def configured_oauth() -> OAuthConfig | None:
     )
 
 
-def token_identity(token: str, now: float) -> TokenIdentity | None:
-    """None for a session token; the caller a JWT names, validated now; else 401."""
+def token_identity(token: str, now: float, oauth: Callable[[], OAuthConfig | None]) -> TokenIdentity | None:
+    """None for a session token; the caller a JWT names, validated now against the issuer `oauth`
+    gives (asked only for a JWT; None, bearer-token mode: no JWT is known); else 401."""
     if not looks_like_jwt(token):
         return None
-    validator = configured_validator()
-    if validator is None:
+    config = oauth()
+    if config is None:
         raise Unauthorized("unknown bearer token")
-    return validator.validate(token, now)
+    return validator_for(config).validate(token, now)
 
 
 # -- RFC 9728: protected-resource metadata --------------------------------------------------------
@@ -442,20 +451,17 @@ def resource_metadata(config: OAuthConfig, event: Mapping[str, Any], route: str)
     }
 
 
-def challenge(event: Mapping[str, Any]) -> str | None:
+def challenge(event: Mapping[str, Any], settings: Settings) -> str | None:
     """`WWW-Authenticate` of a 401 in OAuth mode: where the metadata of the route's MCP endpoint is
-    (the route named in the path); None in bearer-token mode or for a path without a route."""
+    (the route named in the path); None in bearer-token mode, for a path without a route, and when
+    the OAuth settings are unusable (a 401's header must never turn into a 500)."""
     path = str(event.get("rawPath") or "")
     found = _ROUTE_PATH.match(path + "/" if not path.endswith("/") else path)
-    if found is None or configured_oauth_or_none() is None:
+    if found is None:
         return None
-    return f'Bearer resource_metadata="{metadata_url(event, found.group(1))}"'
-
-
-def configured_oauth_or_none() -> OAuthConfig | None:
-    """`configured_oauth`, None also when the configuration cannot be read (a 401's header must
-    never turn into a 500)."""
     try:
-        return configured_oauth()
+        if oauth_config(settings) is None:
+            return None
     except ConfigurationError:
         return None
+    return f'Bearer resource_metadata="{metadata_url(event, found.group(1))}"'

@@ -71,7 +71,7 @@ def _index_kb(deps: PipelineDependencies, kb_id: str, doc_ids: list[str]) -> Non
     from agent_knowledge.indexer.update import update_kb_index
 
     try:
-        published = publish_pending(deps.repositories, kb_id, doc_ids, update_kb_index)
+        published = publish_pending(deps.repositories, kb_id, doc_ids, update_kb_index, vector_space=deps.vector_space)
     except KnowledgeBaseMissing:  # the KB was deleted: nothing of it can be indexed, ever
         logger.warning("indexing message for an unknown knowledge base dropped", extra={"kb_id": kb_id})
         return
@@ -82,7 +82,7 @@ def _index_kb(deps: PipelineDependencies, kb_id: str, doc_ids: list[str]) -> Non
     if published is None:
         # Nothing pending, but an index this code cannot read (written by another version before
         # an upgrade; the reconciler asks for this) is rebuilt: a cached manifest read otherwise.
-        update_kb_index(deps.repositories, kb_id, [])
+        update_kb_index(deps.repositories, kb_id, [], vector_space=deps.vector_space)
     # Lexical first (searchable now), then the vectors of whatever the KB's generation lacks:
     # also when nothing was pending (a continuation, or a retry after an embedding failure).
     _embed(deps, kb_id)

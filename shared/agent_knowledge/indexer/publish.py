@@ -13,9 +13,10 @@ when they need a change searchable now. The ingestor only stores documents and m
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Iterable
+from collections.abc import Collection, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from typing import Protocol
 
 from agent_knowledge.index_format.recent_chunks import RecentChunks
 from agent_knowledge.indexer.rebuild import rebuild_kb_index
@@ -25,7 +26,13 @@ from agent_knowledge.repositories.bundle import Repositories
 
 CLEARERS = 8
 
-UpdateIndex = Callable[[Repositories, str, Collection[str]], int]
+
+class UpdateIndex(Protocol):
+    """`update.update_kb_index`, or a test's stand-in for it."""
+
+    def __call__(
+        self, repositories: Repositories, kb_id: str, document_ids: Collection[str], *, vector_space: str
+    ) -> int: ...
 
 
 @dataclass(frozen=True)
@@ -58,24 +65,32 @@ def clear_marks(repositories: Repositories, records: list[DocumentRecord]) -> in
 
 
 def publish_pending(
-    repositories: Repositories, kb_id: str, doc_ids: Iterable[str], update_index: UpdateIndex = update_kb_index
+    repositories: Repositories,
+    kb_id: str,
+    doc_ids: Iterable[str],
+    update_index: UpdateIndex = update_kb_index,
+    *,
+    vector_space: str,
 ) -> IndexPass | None:
     """One generation for everything pending in the KB; None if nothing is pending (a duplicate
-    message, or a pass that already took these changes)."""
+    message, or a pass that already took these changes). `vector_space`: the stack's
+    (`Dependencies.vector_space`)."""
     marked = marked_records(repositories, kb_id, doc_ids)
     if not marked:
         return None
-    generation = update_index(repositories, kb_id, [record.doc_id for record in marked])
+    generation = update_index(repositories, kb_id, [record.doc_id for record in marked], vector_space=vector_space)
     cleared = clear_marks(repositories, marked)
     oldest = min(record.index_pending_since for record in marked if record.index_pending_since is not None)
     return IndexPass(kb_id, generation, len(marked), cleared, oldest)
 
 
-def publish_rebuild(repositories: Repositories, kb_id: str, known: RecentChunks | None = None) -> int:
+def publish_rebuild(
+    repositories: Repositories, kb_id: str, known: RecentChunks | None = None, *, vector_space: str
+) -> int:
     """Rebuild the KB's index in full and publish it; returns the new generation. Every change
     pending before the rebuild is in it, so their marks are cleared. `known`: chunk texts the caller
     just stored (a bulk load), so their bodies are not read back."""
     marked = marked_records(repositories, kb_id)
-    generation = rebuild_kb_index(repositories, kb_id, known=known)
+    generation = rebuild_kb_index(repositories, kb_id, known=known, vector_space=vector_space)
     clear_marks(repositories, marked)
     return generation

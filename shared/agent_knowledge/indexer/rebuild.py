@@ -62,9 +62,15 @@ def _previous(repositories: Repositories, kb: KnowledgeBaseRecord, files: LocalF
 
 
 def rebuild_kb_index(
-    repositories: Repositories, kb_id: str, known: RecentChunks | None = None, files: LocalFiles = local_files
+    repositories: Repositories,
+    kb_id: str,
+    known: RecentChunks | None = None,
+    files: LocalFiles = local_files,
+    *,
+    vector_space: str,
 ) -> int:
-    """Build from the documents ready now, upload, publish; returns the published generation."""
+    """Build from the documents ready now, upload, publish; returns the published generation.
+    `vector_space`: the stack's (`writer.compose_generation`)."""
     kb = repositories.knowledge_bases.get(kb_id)
     if kb is None:
         raise KnowledgeBaseMissing(f"knowledge base {kb_id!r} does not exist", kb_id=kb_id)
@@ -97,8 +103,9 @@ def rebuild_kb_index(
             # Every document waits for vectors; the previous generation's of the same model are reused.
             reused = LocalGeneration(previous.manifest, previous.directory) if previous else None
             manifest = compose_generation(
-                directory, kb_id, kb.generation + 1, len(indexed), "rebuild", indexed, previous=reused
-            )
+                directory, kb_id, kb.generation + 1, len(indexed), "rebuild", indexed,
+                vector_space=vector_space, previous=reused,
+            )  # fmt: skip
             published = index_writer.publish(repositories, kb, manifest, directory, None, uploaded)
             if published is not None:
                 index_writer.keep_local_copy(files, directory, published)

@@ -45,10 +45,13 @@ def update_kb_index(
     document_ids: Collection[str],
     known: RecentChunks | None = None,
     files: LocalFiles = local_files,
+    *,
+    vector_space: str,
 ) -> int:
     """Make the KB's index reflect the current records of `document_ids`; returns the generation
     that does (the current one if nothing had to change). `known` holds chunk texts the caller
-    just stored (their bodies are then not read back)."""
+    just stored (their bodies are then not read back). `vector_space`: the stack's
+    (`writer.compose_generation`)."""
     wanted = sorted(set(document_ids))
     for _ in range(index_writer.MAX_PUBLISH_ATTEMPTS):
         kb = repositories.knowledge_bases.get(kb_id)
@@ -57,19 +60,21 @@ def update_kb_index(
         base = _base(repositories, kb)
         if not wanted and (base is not None or kb.generation <= 0):
             return kb.generation  # nothing to change, and the current generation is readable
-        outcome = _REBUILD if base is None else _apply(repositories, kb, base, wanted, known, files)
+        outcome = _REBUILD if base is None else _apply(repositories, kb, base, wanted, known, files, vector_space)
         if outcome is _REBUILD:
-            return rebuild_kb_index(repositories, kb_id, known=known, files=files)
+            return rebuild_kb_index(repositories, kb_id, known=known, files=files, vector_space=vector_space)
         if isinstance(outcome, int):
-            return _compact_if_due(repositories, kb_id, outcome, files)
+            return _compact_if_due(repositories, kb_id, outcome, files, vector_space)
     raise KnowledgeUnavailable("the knowledge base index is being updated too often; try again")
 
 
-def _compact_if_due(repositories: Repositories, kb_id: str, generation: int, files: LocalFiles) -> int:
+def _compact_if_due(
+    repositories: Repositories, kb_id: str, generation: int, files: LocalFiles, vector_space: str
+) -> int:
     """After the update is published (searchable), the merges it left for compaction, as their own
     generation. A failure is logged only: the update stands, and the next one tries again."""
     try:
-        compacted = compact_kb_index(repositories, kb_id, files=files)
+        compacted = compact_kb_index(repositories, kb_id, files=files, vector_space=vector_space)
     except (KnowledgeError, IndexUnavailable, OSError, ValueError) as exc:
         logger.warning("index compaction failed", extra={"kb_id": kb_id, "error": type(exc).__name__})
         return generation
@@ -93,6 +98,7 @@ def _apply(
     wanted: list[str],
     known: RecentChunks | None,
     files: LocalFiles,
+    vector_space: str,
 ) -> object:
     """Published generation, the base's generation if nothing changed, None if another writer
     published first, or _REBUILD."""
@@ -140,7 +146,9 @@ def _apply(
         load = chunk_loader(repositories.bodies, [known])
         added = index_writer.apply_changes(directory, changed, ready, load, located=located)
         documents = base.documents - len(present & set(changed)) + len(added)
-        manifest = compose_generation(directory, kb.kb_id, kb.generation + 1, documents, "update", added, base=base)
+        manifest = compose_generation(
+            directory, kb.kb_id, kb.generation + 1, documents, "update", added, vector_space=vector_space, base=base
+        )
         published: index_writer.Published | None = index_writer.publish(
             repositories, kb, manifest, directory, base, set()
         )
@@ -171,7 +179,9 @@ def compaction_due(manifest: IndexManifest) -> bool:
     return merge_policy.compaction_due(segment_sizes(manifest.meta, sizes))
 
 
-def compact_kb_index(repositories: Repositories, kb_id: str, files: LocalFiles = local_files) -> int | None:
+def compact_kb_index(
+    repositories: Repositories, kb_id: str, files: LocalFiles = local_files, *, vector_space: str
+) -> int | None:
     """Merge what the policy asks for, without a size limit, and publish it; returns the published
     generation, or None if the KB's current generation needs no compaction."""
     for _ in range(MAX_ATTEMPTS):
@@ -187,7 +197,14 @@ def compact_kb_index(repositories: Repositories, kb_id: str, files: LocalFiles =
         try:
             merges = edit(directory, lambda editor: editor.merge(None))
             manifest = compose_generation(
-                directory, kb_id, kb.generation + 1, base.documents, "compaction", (), base=base
+                directory,
+                kb_id,
+                kb.generation + 1,
+                base.documents,
+                "compaction",
+                (),
+                vector_space=vector_space,
+                base=base,
             )
             published = index_writer.publish(repositories, kb, manifest, directory, base, set())
             if published is not None:

@@ -65,15 +65,12 @@ def request_embedding(index_queue: IndexQueue, kb_id: str, generation: int) -> N
         raise KnowledgeUnavailable.of("the indexing queue")
 
 
-def request_embedding_after_rebuild(kb_id: str, generation: int, settings: Settings | None = None) -> bool:
+def request_embedding_after_rebuild(kb_id: str, generation: int, settings: Settings) -> bool:
     """After an admin rebuild (`kb reindex`, a local bulk load): the indexer embeds the rebuilt
     documents (reusing the vectors it already has). False, logged, when the stack has no indexing
     queue or it cannot be reached: the KB's next indexer run embeds them anyway. `settings`: the
-    caller's (None: this process's, read once)."""
+    stack's (its embedding provider and indexing queue)."""
     from agent_knowledge.repositories import aws
-    from agent_knowledge.settings import get_settings
-
-    settings = settings or get_settings()
 
     try:
         if settings.embedding.provider == "none":

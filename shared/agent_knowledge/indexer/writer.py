@@ -26,7 +26,6 @@ from typing import Any, Literal, NamedTuple
 
 from agent_knowledge.core.observability import logger
 from agent_knowledge.core.per_container import on_reset
-from agent_knowledge.embedding.factory import configured_vector_space
 from agent_knowledge.errors import KnowledgeError
 from agent_knowledge.index_format.builder import IndexedChunk
 from agent_knowledge.index_format.layout import (
@@ -267,18 +266,20 @@ def compose_generation(
     documents: int,
     kind: Kind,
     added: Iterable[str],
+    *,
+    vector_space: str,
     base: IndexManifest | None = None,
     previous: LocalGeneration | None = None,
 ) -> IndexManifest:
     """The manifest of the index in `directory` as generation `generation`, with its vectors.
-    `added`: the documents whose chunks it added (a rebuild: every document it indexed). `base`:
-    the generation an update or a compaction edited. `previous`: for a rebuild, a kept generation
-    whose vector files may be reused."""
+    `added`: the documents whose chunks it added (a rebuild: every document it indexed).
+    `vector_space`: the space the stack embeds in (`Dependencies.vector_space`; "" lexical only).
+    `base`: the generation an update or a compaction edited. `previous`: for a rebuild, a kept
+    generation whose vector files may be reused."""
     # Imported here: the vector passes publish through this module (vector_generation imports it).
     from agent_knowledge.indexer.vector_generation import carry_vectors, carry_vectors_into_rebuild
 
     manifest = describe(directory, kb_id, generation, documents, base, kind)
-    vector_space = configured_vector_space()
     if base is None:
         previous_manifest, previous_directory = previous if previous is not None else (None, None)
         return carry_vectors_into_rebuild(

@@ -39,7 +39,7 @@ from agent_knowledge.index_format.sizing import largest_index_bytes, manifest_in
 from agent_knowledge.records import DocumentRecord, KnowledgeBaseRecord
 from agent_knowledge.repositories.bundle import Repositories
 from agent_knowledge.repositories.sources import ListedObject, SourceObjects
-from agent_knowledge.settings import SizingSettings, sizing_settings
+from agent_knowledge.settings import SizingSettings
 
 ListingStatus = Literal["ready", "pending", "failed", "not_ingested"]
 
@@ -408,11 +408,11 @@ def kb_status(
     sources: SourceObjects | None = None,
     dead_letters: DeadLetters | None = None,
     grace: float = GRACE_SECONDS,
-    sizing: SizingSettings | None = None,
+    sizing: SizingSettings,
 ) -> KbStatus:
     """The KB's counts: every object classified once (`classify`), so that ready + pending +
     failed + not_ingested == objects. The records are read with a projection (`states`).
-    `sizing`: the deployment's storage (None: the operator's environment, as `kb status` runs)."""
+    `sizing`: the deployment's storage (`kb status` passes the operator's environment's)."""
     kb = _knowledge_base(repositories, kb_id)
     objects = _listed(sources, kb_id)
     records = list(repositories.documents.states(kb_id, consistent=True))
@@ -441,7 +441,7 @@ def kb_status(
         dead_lettered=dead_letters.count if dead_letters is not None else None,
         index_generation=kb.generation,
         index_bytes=None if manifest is None else manifest_index_bytes(manifest),
-        largest_index_bytes=largest_index_bytes(sizing or sizing_settings()),
+        largest_index_bytes=largest_index_bytes(sizing),
         vectors=_vector_status(manifest, kb_id),
         oldest_pending_age_seconds=round(max(0.0, now - min(waiting)), 3) if waiting else None,
         last_sync=iso_utc(kb.last_sync) if kb.last_sync is not None else None,

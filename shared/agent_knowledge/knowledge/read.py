@@ -192,7 +192,7 @@ def read_knowledge(
     caller revalidated with the run and the document read alongside (the body parsed before, its
     error kept: 401/404 come before 400), the body's error, the run's access, then the page."""
     ahead = read_ahead(deps, body)
-    workspace = open_workspace(deps.repositories, authorization, route, deps.clock(), ahead.prefetch)
+    workspace = open_workspace(deps.repositories, authorization, route, deps.clock(), ahead.prefetch, oauth=deps.oauth)
     request = body.get()
     authorize_run(deps.repositories, workspace, request.run_id, deps.clock())
     return _read_page(deps, workspace, request, ahead)

@@ -64,7 +64,7 @@ def search_knowledge(
     revalidated with the run the body names read alongside (the body parsed before, its error
     kept: 401/404 come before 400), the body's error, the run's access, then the search."""
     ahead = SearchAhead(body, deps.embedder)
-    workspace = open_workspace(deps.repositories, authorization, route, deps.clock(), ahead.prefetch)
+    workspace = open_workspace(deps.repositories, authorization, route, deps.clock(), ahead.prefetch, oauth=deps.oauth)
     request = body.get()
     run = authorize_run(deps.repositories, workspace, request.run_id, deps.clock())
     return search_workspace(deps, workspace, request.query, request.limit, run, ahead)
@@ -103,6 +103,7 @@ def search_workspace(
         max_docs=min(limit, scope.config.max_docs),
         cache=deps.index_cache(),
         embedder=deps.embedder(),
+        reranker=deps.reranker(),
         query_vector=ahead.query_vector if ahead is not None else None,
         viewer=caller.viewer,
     )

@@ -16,13 +16,11 @@ normalisation (`normalized_origin`), one of:
 
 from __future__ import annotations
 
-import os
 from collections.abc import Collection
 from typing import Any, Final
 from urllib.parse import urlsplit
 
 from agent_knowledge.core.headers import header
-from agent_knowledge.core.per_container import per_container
 from agent_knowledge.errors import ConfigurationError
 
 ENVIRONMENT_VARIABLE: Final = "MCP_ALLOWED_ORIGINS"
@@ -50,7 +48,8 @@ def normalized_origin(value: str) -> str | None:
 
 def parse_allowed_origins(value: str) -> frozenset[str]:
     """`MCP_ALLOWED_ORIGINS`: origins separated by commas (spaces around them and empty entries are
-    ignored); anything else is a `ConfigurationError` that names the entry."""
+    ignored); anything else is a `ConfigurationError` that names the entry. Read once per container
+    with the other settings (`Settings.allowed_origins`)."""
     allowed = set()
     for entry in (part.strip() for part in value.split(",")):
         if not entry:
@@ -63,12 +62,6 @@ def parse_allowed_origins(value: str) -> frozenset[str]:
             )
         allowed.add(origin)
     return frozenset(allowed)
-
-
-@per_container
-def configured_origins() -> frozenset[str]:
-    """This container's `MCP_ALLOWED_ORIGINS`, read once."""
-    return parse_allowed_origins(os.environ.get(ENVIRONMENT_VARIABLE, ""))
 
 
 def own_origin(event: dict[str, Any]) -> str | None:

@@ -1,14 +1,12 @@
-"""All repositories of one container, wired to the configured tables and lazy boto3 clients."""
+"""All repositories of one container, wired to the configured tables and lazy boto3 clients (the
+container builds them once: `runtime/container.py`)."""
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from agent_knowledge.core.per_container import per_container
-from agent_knowledge.repositories import aws
 from agent_knowledge.repositories.bodies import BodyStore
 from agent_knowledge.repositories.config import (
     ClientRepository,
@@ -20,7 +18,7 @@ from agent_knowledge.repositories.documents import DocumentRepository
 from agent_knowledge.repositories.runs import RunRepository
 from agent_knowledge.repositories.sessions import SessionRepository
 from agent_knowledge.repositories.turn_store import TurnRepository
-from agent_knowledge.settings import Settings, get_settings
+from agent_knowledge.settings import Settings
 
 
 @dataclass(frozen=True)
@@ -51,12 +49,3 @@ class Repositories:
             turns=TurnRepository(dynamodb, settings.runs_table),
             dynamodb=dynamodb,
         )
-
-
-@per_container
-def default_repositories() -> Repositories:
-    return Repositories.build(get_settings(), aws.client("dynamodb"), s3=functools.partial(aws.client, "s3"))
-
-
-def reset_repositories() -> None:
-    default_repositories.reset()

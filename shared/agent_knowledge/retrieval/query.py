@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
-from typing import Literal, NamedTuple, Protocol
+from typing import NamedTuple, Protocol
 
 from agent_knowledge.core.observability import logger
 from agent_knowledge.embedding.base import Embedder
@@ -31,7 +31,7 @@ from agent_knowledge.records import DocumentRecord, KnowledgeConfig
 from agent_knowledge.repositories.bodies import BodyMissing
 from agent_knowledge.retrieval.hybrid import FUSION_DEPTH, fuse
 from agent_knowledge.retrieval.query_vector import QueryVector, searchable
-from agent_knowledge.retrieval.reader_cache import IndexCache, ServedIndex, index_cache
+from agent_knowledge.retrieval.reader_cache import IndexCache, ServedIndex
 from agent_knowledge.retrieval.rerank import RERANK_CANDIDATES, Reranker
 
 
@@ -89,17 +89,11 @@ class _Candidate(NamedTuple):  # one per candidate of a search: a tuple is the c
 
 # A KB searched without its vectors (its vector file is damaged): no embedder, no dense side.
 LEXICAL_ONLY = QueryVector(None, "")
-# `retrieve`'s default: the container's configured embedder (EMBEDDING_PROVIDER).
-CONFIGURED: Literal["configured"] = "configured"
 
 
-def query_vector_for(query: str, embedder: Embedder | None | Literal["configured"] = CONFIGURED) -> QueryVector:
-    """The query's embedding, not started yet (`QueryVector.start_remote` starts a remote call)."""
-    if embedder == CONFIGURED:
-        from agent_knowledge.embedding.factory import configured_embedder
-
-        embedder = configured_embedder()
-    assert embedder != CONFIGURED
+def query_vector_for(query: str, embedder: Embedder | None) -> QueryVector:
+    """The query's embedding by `embedder` (None: lexical only), not started yet
+    (`QueryVector.start_remote` starts a remote call)."""
     return QueryVector(embedder, query)
 
 
@@ -131,25 +125,22 @@ def retrieve(
     scope: Scope,
     query: str,
     max_docs: int,
-    cache: IndexCache = index_cache,
-    embedder: Embedder | None | Literal["configured"] = CONFIGURED,
+    *,
+    cache: IndexCache,
+    embedder: Embedder | None,
+    reranker: Reranker | None,
     query_vector: QueryVector | None = None,
-    reranker: Reranker | None | Literal["configured"] = CONFIGURED,
     viewer: Viewer | None = None,
 ) -> RetrievalResult:
-    """Search the scope's enabled KBs (`bodies` holds their index files), validate the hits against
-    the current records in `documents`. `embedder` embeds the query for KBs with vectors (None:
-    lexical only); a caller that started the query's embedding earlier (`query_vector_for`, to
-    overlap it with the caller's identity reads) passes it as `query_vector` instead. `reranker`
-    reorders the fused top RERANK_CANDIDATES before the cut to `max_docs` (default: the container's,
-    RERANK_MODEL_ID; None: off). Documents with the same body (digest) are one: the best-scoring.
-    `viewer`: who the search is for; only documents it may see are candidates (None: every
-    document, for the operator's own tools — `kb eval`, benchmarks — never a session's search)."""
-    if reranker == CONFIGURED:
-        from agent_knowledge.retrieval.rerank import configured_reranker
-
-        reranker = configured_reranker()
-    assert reranker != CONFIGURED
+    """Search the scope's enabled KBs (`bodies` holds their index files, `cache` the ones this
+    container opened), validate the hits against the current records in `documents`. `embedder`
+    embeds the query for KBs with vectors (None: lexical only); a caller that started the query's
+    embedding earlier (`query_vector_for`, to overlap it with the caller's identity reads) passes
+    it as `query_vector` too. `reranker` reorders the fused top RERANK_CANDIDATES before the cut to
+    `max_docs` (None: off). A search takes all three from its `Dependencies`. Documents with the
+    same body (digest) are one: the best-scoring. `viewer`: who the search is for; only documents
+    it may see are candidates (None: every document, for the operator's own tools — `kb eval`,
+    benchmarks — never a session's search)."""
     wanted = max(max_docs, RERANK_CANDIDATES) if reranker is not None else max_docs
     if query_vector is None:
         query_vector = query_vector_for(query, embedder)

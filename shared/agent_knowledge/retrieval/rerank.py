@@ -1,17 +1,17 @@
 """Optional second stage of a search: a Bedrock reranker model reorders the fused candidates.
 
 Off unless `RERANK_MODEL_ID` names one of `RERANK_MODELS` (template parameter `RerankModelId`,
-empty by default). Always off locally: moto serves no Bedrock, and the local stack sets the variable
-empty. The models read the query and each passage together (cross-encoders), which the fused score
-of BM25 and the embeddings cannot; docs/retrieval.md, "Reranking (optional, AWS)", gives regions,
-IAM, latency and price.
+empty by default; read with the other settings: `Settings.rerank`). Always off locally: moto
+serves no Bedrock, and the local stack sets the variable empty. The models read the query and
+each passage together (cross-encoders), which the fused score of BM25 and the embeddings cannot;
+docs/retrieval.md, "Reranking (optional, AWS)", gives regions, IAM, latency and price.
 
 How a search uses it — the caller owns the candidates, the cut to three and the fallback:
 
     from agent_knowledge.errors import RerankFailed
-    from agent_knowledge.retrieval.rerank import RERANK_CANDIDATES, configured_reranker
+    from agent_knowledge.retrieval.rerank import RERANK_CANDIDATES
 
-    reranker = configured_reranker()        # None when off: keep the fused order, nothing to do
+    reranker = deps.reranker()              # None when off: keep the fused order, nothing to do
     pool = fused[:RERANK_CANDIDATES]        # the fused top 20, best first, one passage each
     if reranker is not None and len(pool) > 1:
         try:
@@ -41,19 +41,12 @@ each (the price unit); `MAX_PASSAGES` and `MAX_PASSAGE_CHARACTERS` keep every se
 from __future__ import annotations
 
 import math
-import os
-from collections.abc import Callable, Mapping, Sequence
-from typing import Any, Literal, Protocol, get_args
+from collections.abc import Callable, Sequence
+from typing import Any, Protocol
 
-from pydantic import BaseModel, ConfigDict, ValidationError
-
-from agent_knowledge.core.per_container import per_container
-from agent_knowledge.errors import ConfigurationError, RerankFailed
+from agent_knowledge.errors import RerankFailed
 from agent_knowledge.limits import QUERY_MAX_CHARS
-
-ModelId = Literal["amazon.rerank-v1:0", "cohere.rerank-v3-5:0"]
-RERANK_MODELS: tuple[str, ...] = get_args(ModelId)
-ENVIRONMENT_VARIABLE = "RERANK_MODEL_ID"
+from agent_knowledge.settings import RERANK_MODELS, RerankModelId, RerankSettings
 
 # The fused candidates a search hands the reranker (issue 32: rerank the top 20, keep 3).
 RERANK_CANDIDATES = 20
@@ -95,24 +88,6 @@ class Reranker(Protocol):
         ...
 
 
-class RerankSettings(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    model_id: ModelId | None = None  # None: reranking is off
-
-
-def rerank_settings(environ: Mapping[str, str] = os.environ) -> RerankSettings:
-    """The settings from `environ`: unset or empty `RERANK_MODEL_ID` is off; a model id that is not
-    one of `RERANK_MODELS` is a `ConfigurationError` naming the variable and the choices."""
-    value = environ.get(ENVIRONMENT_VARIABLE, "").strip()
-    try:
-        return RerankSettings(model_id=value or None)  # type: ignore[arg-type]  # validated here
-    except ValidationError as exc:
-        raise ConfigurationError(
-            f"invalid {ENVIRONMENT_VARIABLE}={value!r}: choose one of {', '.join(RERANK_MODELS)}, or leave it empty"
-        ) from exc
-
-
 class BedrockReranker:
     """Amazon Bedrock's Rerank operation (bedrock-agent-runtime) with inline text sources.
 
@@ -123,7 +98,7 @@ class BedrockReranker:
 
     remote = True
 
-    def __init__(self, client: Callable[[], Any], model_id: ModelId) -> None:
+    def __init__(self, client: Callable[[], Any], model_id: RerankModelId) -> None:
         if model_id not in RERANK_MODELS:
             raise ValueError(f"{model_id!r} is not a reranker model this stack supports ({', '.join(RERANK_MODELS)})")
         self._client = client
@@ -240,10 +215,3 @@ def make_reranker(settings: RerankSettings, client: Callable[[], Any] | None = N
     if settings.model_id is None:
         return None
     return BedrockReranker(client or _rerank_client, settings.model_id)
-
-
-@per_container
-def configured_reranker() -> Reranker | None:
-    """This container's reranker from `RERANK_MODEL_ID`, or None (off). No client is created, and
-    botocore is not imported, until the first `rerank` call."""
-    return make_reranker(rerank_settings())

@@ -1,6 +1,8 @@
-"""The container's wiring: `Dependencies` built once per container, lazily, from the settings read
-once (`settings.get_settings`); tests pass their own instance. `reset_container_caches()` is the
-one way to forget everything the layer caches per container (`core/per_container.py`).
+"""The composition root: the container's settings read once (`settings.get_settings`), and from
+them its repositories and `Dependencies`, each built once, lazily; tests pass their own instance.
+Nothing below reads the environment or a settings singleton: it takes what it needs from these.
+`reset_container_caches()` is the one way to forget everything the layer caches per container
+(`core/per_container.py`).
 """
 
 from __future__ import annotations
@@ -10,10 +12,15 @@ import functools
 from agent_knowledge.core.per_container import per_container, reset_all
 from agent_knowledge.dependencies import Dependencies, PipelineDependencies
 from agent_knowledge.repositories import aws
-from agent_knowledge.repositories.bundle import default_repositories
+from agent_knowledge.repositories.bundle import Repositories
 from agent_knowledge.repositories.queues import IndexQueue, SourceQueue
 from agent_knowledge.repositories.sources import SourceObjects
 from agent_knowledge.settings import get_settings
+
+
+@per_container
+def default_repositories() -> Repositories:
+    return Repositories.build(get_settings(), aws.client("dynamodb"), s3=functools.partial(aws.client, "s3"))
 
 
 @per_container

@@ -36,12 +36,14 @@ class ApiRequest:
         for the routes that read nothing alongside (capabilities, MCP messages other than a tool
         call); the operations with a body open it themselves (`knowledge.search.search_knowledge`,
         `knowledge.read.read_knowledge`, `turns.start.start_turn`)."""
-        return open_workspace(self.deps.repositories, self.authorization, route, self.deps.clock())
+        return open_workspace(
+            self.deps.repositories, self.authorization, route, self.deps.clock(), oauth=self.deps.oauth
+        )
 
     def open_run(self, run_id: str) -> RunRecord:
         """The caller revalidated against the run's route, and the run, if the caller owns it
         (`identity.caller.open_run`): the routes that name a run instead of a workspace."""
-        return open_run(self.deps.repositories, self.authorization, run_id, self.deps.clock())
+        return open_run(self.deps.repositories, self.authorization, run_id, self.deps.clock(), oauth=self.deps.oauth)
 
 
 def current_request(app: APIGatewayHttpResolver) -> ApiRequest:

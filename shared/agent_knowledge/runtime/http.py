@@ -17,7 +17,7 @@ from __future__ import annotations
 import base64
 import binascii
 import re
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from aws_lambda_powertools.event_handler.api_gateway import APIGatewayHttpResolver, Response
 from pydantic import BaseModel, ValidationError
@@ -26,6 +26,10 @@ from agent_knowledge import errors, wire
 from agent_knowledge.core.observability import logger
 from agent_knowledge.limits import REQUEST_MAX_BODY_BYTES
 from agent_knowledge.models import ParsedBody
+
+if TYPE_CHECKING:
+    from agent_knowledge.dependencies import Dependencies
+    from agent_knowledge.settings import Settings
 
 JSON = "application/json"
 
@@ -167,7 +171,7 @@ def create_app() -> APIGatewayHttpResolver:
     return app
 
 
-def _with_required_headers(result: dict[str, Any], event: dict[str, Any]) -> dict[str, Any]:
+def _with_required_headers(result: dict[str, Any], event: dict[str, Any], settings: Settings) -> dict[str, Any]:
     headers = result.setdefault("headers", {})
     headers["Cache-Control"] = "no-store"
     if result.get("statusCode") == 401:
@@ -175,7 +179,7 @@ def _with_required_headers(result: dict[str, Any], event: dict[str, Any]) -> dic
         # 401, whichever handler produced it; bearer-token mode keeps `error_response`'s header.
         from agent_knowledge.identity.oauth import challenge
 
-        found = challenge(event)
+        found = challenge(event, settings)
         if found is not None:
             for name in [name for name in headers if name.lower() == "www-authenticate"]:
                 del headers[name]
@@ -187,10 +191,11 @@ def _with_required_headers(result: dict[str, Any], event: dict[str, Any]) -> dic
     return result
 
 
-def resolve(app: APIGatewayHttpResolver, event: dict[str, Any], context: Any, **app_context: Any) -> dict[str, Any]:
-    """Resolve one event; whatever happens, the result carries the required headers."""
+def resolve(app: APIGatewayHttpResolver, event: dict[str, Any], context: Any, deps: Dependencies) -> dict[str, Any]:
+    """Resolve one event with the container's `deps` (the routes find them in `app.context`);
+    whatever happens, the result carries the required headers."""
     try:
-        app.append_context(**app_context)
+        app.append_context(deps=deps)
         result = app.resolve(event, context)
     except Exception:  # the resolver itself failed (e.g. an event it cannot parse)
         response = internal_error(context)
@@ -202,4 +207,4 @@ def resolve(app: APIGatewayHttpResolver, event: dict[str, Any], context: Any, **
         }
     finally:
         app.clear_context()
-    return _with_required_headers(result, event if isinstance(event, dict) else {})
+    return _with_required_headers(result, event if isinstance(event, dict) else {}, deps.settings)

@@ -78,6 +78,7 @@ def inline_knowledge(deps: Dependencies, caller: Caller, run: RunRecord, scope: 
         max_docs=scope.config.max_docs,
         cache=deps.index_cache(),
         embedder=deps.embedder(),
+        reranker=deps.reranker(),
         viewer=caller.viewer,
     )
     status = search_status(result)

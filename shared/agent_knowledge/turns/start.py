@@ -89,7 +89,7 @@ def start_turn(
     member stops the turn either way — then the turn's claims (the module's docstring)."""
     binding = body.model.task_binding if body.model else None
     prefetch = Prefetch(task_id=binding.task_id if binding else None)
-    workspace = open_workspace(deps.repositories, authorization, route, deps.clock(), prefetch)
+    workspace = open_workspace(deps.repositories, authorization, route, deps.clock(), prefetch, oauth=deps.oauth)
     request = body.get()
     now = deps.clock()
     task_id = authorize_task_binding(
