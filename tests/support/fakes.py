@@ -108,3 +108,14 @@ class MemoryRepositories:
     bodies: MemoryBodies = field(default_factory=MemoryBodies)
     documents: MemoryDocuments = field(default_factory=MemoryDocuments)
     knowledge_bases: MemoryKnowledgeBases = field(default_factory=MemoryKnowledgeBases)
+
+
+# The variables every container's settings need (`settings.load_settings`); any value will do here.
+REQUIRED_ENVIRONMENT = {
+    "SESSIONS_TABLE": "sessions",
+    "CONFIG_TABLE": "config",
+    "DOCUMENTS_TABLE": "documents",
+    "RUNS_TABLE": "runs",
+    "BODIES_BUCKET": "bodies",
+    "SERVER_TOKEN_SECRET_ID": "server-token",
+}

@@ -16,6 +16,7 @@ from agent_knowledge.mcp.origins import (
     parse_allowed_origins,
 )
 from agent_knowledge.settings import get_settings, load_settings, reset_settings
+from tests.support.fakes import REQUIRED_ENVIRONMENT
 
 API_DOMAIN = "abc123.execute-api.eu-west-1.amazonaws.com"
 
@@ -72,17 +73,6 @@ def test_a_configured_entry_that_is_no_origin_is_a_configuration_error_naming_it
         parse_allowed_origins(value)
     bad = value.split(", ")[-1]
     assert f"invalid {ENVIRONMENT_VARIABLE} entry {bad!r}" in str(raised.value)
-
-
-# The variables every container's settings need (`settings.load_settings`); any value will do here.
-REQUIRED_ENVIRONMENT = {
-    "SESSIONS_TABLE": "sessions",
-    "CONFIG_TABLE": "config",
-    "DOCUMENTS_TABLE": "documents",
-    "RUNS_TABLE": "runs",
-    "BODIES_BUCKET": "bodies",
-    "SERVER_TOKEN_SECRET_ID": "server-token",
-}
 
 
 def test_the_container_reads_the_variable_once(monkeypatch: pytest.MonkeyPatch) -> None:

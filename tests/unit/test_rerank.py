@@ -24,6 +24,7 @@ from agent_knowledge.retrieval.rerank import (
     make_reranker,
 )
 from agent_knowledge.settings import RERANK_MODELS, get_settings, rerank_settings
+from tests.support.fakes import REQUIRED_ENVIRONMENT
 
 AMAZON = "amazon.rerank-v1:0"
 COHERE = "cohere.rerank-v3-5:0"
@@ -272,17 +273,6 @@ def test_an_unknown_model_is_a_configuration_error_naming_the_variable_and_the_c
     with pytest.raises(ConfigurationError, match="RERANK_MODEL_ID") as caught:
         rerank_settings({"RERANK_MODEL_ID": value})
     assert all(model in caught.value.message for model in RERANK_MODELS)
-
-
-# The variables every container's settings need (`settings.load_settings`); any value will do here.
-REQUIRED_ENVIRONMENT = {
-    "SESSIONS_TABLE": "sessions",
-    "CONFIG_TABLE": "config",
-    "DOCUMENTS_TABLE": "documents",
-    "RUNS_TABLE": "runs",
-    "BODIES_BUCKET": "bodies",
-    "SERVER_TOKEN_SECRET_ID": "server-token",
-}
 
 
 def test_the_container_reads_the_environment_once(monkeypatch):
