@@ -39,7 +39,7 @@ from agent_knowledge.repositories import aws
 print(json.dumps({
     "before": [f.__qualname__ for f, _, _ in snapshot_restore_py.get_before_snapshot()],
     "after": [[f.__qualname__, list(a[0])] for f, a, _ in snapshot_restore_py.get_after_restore()],
-    "codec_built": bool(server_token._codecs),
+    "codec_built": bool(server_token.server_codec._values),
     "clients": sorted(aws._clients),
 }))
 """
@@ -65,7 +65,7 @@ def test_after_restore_reseeds_random_renews_the_session_and_forgets_the_codec(m
     aws.client("s3")
     session, s3 = aws._session, aws._clients["s3"]
     models = session.get_component("data_loader")
-    server_token._codecs["secret"] = object()  # as if a request had built it
+    server_token.server_codec._values["secret"] = object()  # as if a request had built it
 
     random.seed(1234)
     shared = random.random()  # what every container resumed from the same snapshot would draw
@@ -75,13 +75,13 @@ def test_after_restore_reseeds_random_renews_the_session_and_forgets_the_codec(m
     assert random.random() != shared
     assert aws._session is not session and aws._session.get_component("data_loader") is models
     assert sorted(aws._clients) == ["dynamodb", "s3"] and aws._clients["s3"] is not s3
-    assert server_token._codecs == {}
+    assert server_token.server_codec._values == {}
 
 
 def test_before_snapshot_forgets_the_codec_and_registration_needs_the_runtime_module(monkeypatch):
-    server_token._codecs["secret"] = object()
+    server_token.server_codec._values["secret"] = object()
     snapstart.before_snapshot()
-    assert server_token._codecs == {}
+    assert server_token.server_codec._values == {}
 
     monkeypatch.setattr(snapshot_restore_py, "_before_snapshot_registry", [])
     monkeypatch.setattr(snapshot_restore_py, "_after_restore_registry", [])

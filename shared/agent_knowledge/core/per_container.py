@@ -2,9 +2,11 @@
 (settings, AWS clients, repositories, dependencies, the signing codec, the tracer, opened indexes).
 
 `@per_container` turns a factory into a thread-safe getter whose value is built on first use and
-kept; `reset_all()` forgets every such value, as a new container would start (tests and benchmarks
-that start a new moto stack). Modules whose state is not a single value (the AWS clients by
-service, the index cache) register their own reset with `on_reset`.
+kept; `@per_container_by_key` does the same for a factory of one hashable argument, a value per
+argument (the signing codec by secret id, the OAuth validator by issuer). `reset_all()` forgets
+every such value, as a new container would start (tests and benchmarks that start a new moto
+stack). Modules whose state is not a single value (the AWS clients by service, the index cache)
+register their own reset with `on_reset`.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from collections.abc import Callable
 from typing import Generic, TypeVar
 
 T = TypeVar("T")
+K = TypeVar("K")
 
 _resets: list[Callable[[], None]] = []
 
@@ -42,6 +45,29 @@ class PerContainer(Generic[T]):
 
 def per_container(factory: Callable[[], T]) -> PerContainer[T]:
     return PerContainer(factory)
+
+
+class PerContainerByKey(Generic[K, T]):
+    def __init__(self, factory: Callable[[K], T]) -> None:
+        self._factory = factory
+        self._lock = threading.Lock()
+        self._values: dict[K, T] = {}
+        functools.update_wrapper(self, factory)
+        on_reset(self.reset)
+
+    def __call__(self, key: K) -> T:
+        with self._lock:
+            if key not in self._values:
+                self._values[key] = self._factory(key)
+            return self._values[key]
+
+    def reset(self) -> None:
+        with self._lock:
+            self._values.clear()
+
+
+def per_container_by_key(factory: Callable[[K], T]) -> PerContainerByKey[K, T]:
+    return PerContainerByKey(factory)
 
 
 def on_reset(reset: Callable[[], None]) -> None:

@@ -35,7 +35,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Final
 from urllib.parse import urlsplit
 
-from agent_knowledge.core.per_container import on_reset
+from agent_knowledge.core.per_container import per_container_by_key
 from agent_knowledge.errors import ConfigurationError, KnowledgeUnavailable, Unauthorized
 from agent_knowledge.records import Principal, SessionRecord
 
@@ -375,19 +375,11 @@ def _number(value: Any) -> float:
     return float(value)
 
 
-# Per container, by configuration (one in a deployment): each keeps its issuer's keys (`JwksCache`).
-_validators: dict[OAuthConfig, OAuthValidator] = {}
-_validators_lock = threading.Lock()
-on_reset(_validators.clear)
-
-
+@per_container_by_key
 def validator_for(config: OAuthConfig) -> OAuthValidator:
-    """This container's validator of `config`, made on first use and kept with its keys."""
-    with _validators_lock:
-        validator = _validators.get(config)
-        if validator is None:
-            validator = _validators[config] = OAuthValidator(config, JwksCache(config))
-        return validator
+    """This container's validator of `config` (one issuer in a deployment), made on first use and
+    kept with its issuer's keys (`JwksCache`)."""
+    return OAuthValidator(config, JwksCache(config))
 
 
 def oauth_config(settings: Settings) -> OAuthConfig | None:
