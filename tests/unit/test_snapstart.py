@@ -9,6 +9,7 @@ import random
 import subprocess
 import sys
 
+import pytest
 import snapshot_restore_py
 
 from agent_knowledge.references import server_token
@@ -16,6 +17,17 @@ from agent_knowledge.repositories import aws
 from agent_knowledge.runtime import snapstart
 from agent_knowledge_dev.handlers import PROJECT_ROOT
 from tests.support.sam import QUERY_FUNCTIONS
+
+
+@pytest.fixture(autouse=True)
+def _own_aws_session(monkeypatch):
+    """The hooks renew the process's AWS session and make real clients: both are undone after each
+    test, so that a later test's moto stack is not handed them (they reached the real endpoints
+    when this module ran before tests/integration in one process)."""
+    monkeypatch.setattr(aws, "_session", aws._session)
+    yield
+    aws.reset_clients()
+
 
 HANDLERS = {
     "CapabilitiesFunction": "capabilities",
