@@ -13,6 +13,7 @@ from agent_knowledge.index_format.analyzer import (
     CJK_RANGES,
     MAX_WORD_CHARS,
     QueryTokens,
+    cjk_spans,
     cjk_unigrams,
     is_cjk,
     latin_candidates,
@@ -136,3 +137,31 @@ def test_normalized_words_are_the_analyzers_however_often_they_were_seen(calls: 
     for words in calls:  # the memo of forms fills across calls; the answer is the analyzer's every time
         expected = schema.normalizer().analyze(" ".join(words)) if words else []
         assert schema.normalize_words(words) == expected
+
+
+def oracle_cjk_spans(text: str, terms: frozenset[str]) -> list[tuple[int, int]]:
+    """Every position checked against every term, then overlapping matches merged."""
+    covered = sorted(
+        (start, start + len(term)) for term in terms for start in range(len(text)) if text.startswith(term, start)
+    )
+    spans: list[tuple[int, int]] = []
+    for start, end in covered:
+        if spans and start < spans[-1][1]:
+            spans[-1] = (spans[-1][0], max(end, spans[-1][1]))
+        else:
+            spans.append((start, end))
+    return spans
+
+
+_HAN = "配置文件权限的和一"
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.text(_HAN + "ab ", max_size=80),
+    st.sets(st.text(_HAN, min_size=1, max_size=3), max_size=60),
+)
+def test_cjk_spans_are_every_occurrence_merged_whether_terms_are_found_or_looked_up(text: str, terms: set[str]) -> None:
+    """A few terms take str.find, many (relative to the text) a lookup at each position: both
+    strategies must mark the same spans."""
+    assert cjk_spans(text, frozenset(terms)) == oracle_cjk_spans(text, frozenset(terms))

@@ -9,6 +9,8 @@ in the search engine's analyzer (`agent_knowledge.index_format.schema`), the sam
 
 from __future__ import annotations
 
+import itertools
+import operator
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -120,14 +122,20 @@ def is_cjk(term: str) -> bool:
 
 def cjk_spans(text: str, terms: frozenset[str]) -> list[tuple[int, int]]:
     """[start, end) of every occurrence of the CJK query terms (bigrams, single characters) in
-    `text`, overlapping ones merged ("配置" + "置文" → "配置文"). str.find per term, no regex:
-    compiling a pattern per query would cost more than the search."""
+    `text`, overlapping ones merged ("配置" + "置文" → "配置文"). No regex: compiling a pattern per
+    query would cost more than the search. A few terms are looked for one by one (str.find); a long
+    query's hundreds of terms are looked up at each position of the text instead, one pass per term
+    length, so the cost follows the text and not the query (`_FIND_PER_CHARACTER`)."""
+    lengths = sorted({len(term) for term in terms})
     found: list[tuple[int, int]] = []
-    for term in terms:
-        start = text.find(term)
-        while start >= 0:
-            found.append((start, start + len(term)))
-            start = text.find(term, start + 1)
+    if len(terms) * _FIND_PER_CHARACTER < len(text) * len(lengths):
+        for term in terms:
+            start = text.find(term)
+            while start >= 0:
+                found.append((start, start + len(term)))
+                start = text.find(term, start + 1)
+    else:
+        found = [(start, start + length) for length in lengths for start in _positions(text, terms, length)]
     found.sort()
     spans: list[tuple[int, int]] = []
     for start, end in found:
@@ -136,6 +144,20 @@ def cjk_spans(text: str, terms: frozenset[str]) -> list[tuple[int, int]]:
         else:
             spans.append((start, end))
     return spans
+
+
+# One str.find over a chunk costs about what a lookup at ten of its positions does (timeit, a
+# 700-character Chinese chunk: 0.84 µs per term found, ~0.08 µs per position and term length).
+_FIND_PER_CHARACTER = 10
+
+
+def _positions(text: str, terms: frozenset[str], length: int) -> Iterator[int]:
+    """Where in `text` a term of `length` characters starts (its slices looked up in C for 1 and 2)."""
+    if length == 1:
+        return itertools.compress(itertools.count(), map(terms.__contains__, text))
+    if length == 2:
+        return itertools.compress(itertools.count(), map(terms.__contains__, map(operator.add, text, text[1:])))
+    return (start for start in range(len(text) - length + 1) if text[start : start + length] in terms)
 
 
 def _latin_word_at(text: str, start: int) -> tuple[int, int] | None:
