@@ -72,15 +72,28 @@ def wait_until_listening(port: int, process: subprocess.Popen[Any], timeout: flo
             time.sleep(0.2)
 
 
+# A moto server with the local runner's patches installed (`create_stack` installs them for `serve`).
+_PATCHED_MOTO_SERVER = (
+    "import sys\n"
+    "from agent_knowledge_dev import moto_dynamodb, moto_s3, moto_sqs\n"
+    "for patches in (moto_dynamodb, moto_s3, moto_sqs):\n"
+    "    patches.install()\n"
+    "from moto.server import main\n"
+    "main(sys.argv[1:])\n"
+)
+
+
 @contextlib.contextmanager
-def moto_server() -> Iterator[str]:
+def moto_server(local_patches: bool = False) -> Iterator[str]:
     """A moto server in a process of its own on a free loopback port (a cold container's bucket is
-    another process's, as S3 is); yields its endpoint URL, stops it after."""
+    another process's, as S3 is); yields its endpoint URL, stops it after. `local_patches`: with
+    the local runner's moto patches, i.e. the moto `serve` runs (`agent_knowledge_dev/moto_*.py`)."""
     from tests.support.local_api import free_port
 
     port = free_port()
+    start = ["-c", _PATCHED_MOTO_SERVER] if local_patches else ["-m", "moto.server"]
     server = subprocess.Popen(
-        [sys.executable, "-m", "moto.server", "-p", str(port)],
+        [sys.executable, *start, "-p", str(port)],
         cwd=Path(__file__).resolve().parents[1], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
     )  # fmt: skip
     try:

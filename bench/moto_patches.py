@@ -51,6 +51,7 @@ PATCH_NAMES = (
     "sqs.untracked",
     "s3.events",
     "s3.listing",
+    "s3.ranges",
 )
 
 

@@ -1,10 +1,12 @@
 """What a ranged GET costs on a moto server by the size of the object it reads from:
 `python -m bench.moto_ranges [--runs 20]`.
 
-moto answers a ranged GET by reading the whole object, S3 reads only the range; the cold-path
-benchmarks' warm hint reads (`bench.segments_child`) run on moto, so this separates moto's cost
-from the product's (bench/README.md, "The cold path (issue 36)"). One 18 KB range — about one chunk
-text block — read `runs` times from each object, p50 wall; loopback only."""
+moto 5.2.5 answers a ranged GET by reading the whole object, S3 reads only the range; the local
+runner's `s3.ranges` patch (`agent_knowledge_dev/moto_s3.py`) reads only the range too. The
+cold-path benchmarks' warm hint reads (`bench.segments_child`) run on the local runner's moto, so
+this shows moto's cost apart from the product's (bench/README.md, "The cold path (issue 36)"). One
+18 KB range — about one chunk text block — read `runs` times from each object, on moto's own server
+and on one with the local runner's patches (the two alternate per read), p50 wall; loopback only."""
 
 from __future__ import annotations
 
@@ -18,27 +20,33 @@ SIZES = (20_000, 1_000_000, 10_000_000, 28_000_000)
 BUCKET = "moto-ranges"
 
 
-def measure(runs: int) -> dict[str, float]:
+def measure(runs: int) -> dict[str, dict[str, float]]:
     import boto3
 
     from bench.environment import moto_server
 
-    found: dict[str, float] = {}
-    with moto_server() as url:
-        client = boto3.client(
-            "s3", endpoint_url=url, region_name="us-east-1", aws_access_key_id="bench", aws_secret_access_key="bench"
-        )
-        client.create_bucket(Bucket=BUCKET)
+    variants = {"moto": False, "local_patches": True}
+    walls: dict[str, dict[int, list[float]]] = {name: {size: [] for size in SIZES} for name in variants}
+    with moto_server() as moto_url, moto_server(local_patches=True) as patched_url:
+        credentials = {"aws_access_key_id": "bench", "aws_secret_access_key": "bench"}
+        clients = {
+            name: boto3.client("s3", endpoint_url=url, region_name="us-east-1", **credentials)
+            for name, url in (("moto", moto_url), ("local_patches", patched_url))
+        }
+        for client in clients.values():
+            client.create_bucket(Bucket=BUCKET)
+            for size in SIZES:
+                client.put_object(Bucket=BUCKET, Key=f"object-{size}", Body=os.urandom(size))
         for size in SIZES:
-            client.put_object(Bucket=BUCKET, Key=f"object-{size}", Body=os.urandom(size))
-        for size in SIZES:
-            walls = []
             for _ in range(runs):
-                started = time.perf_counter()
-                client.get_object(Bucket=BUCKET, Key=f"object-{size}", Range="bytes=1000-19000")["Body"].read()
-                walls.append(time.perf_counter() - started)
-            found[f"{size}_bytes_p50_ms"] = round(statistics.median(walls) * 1000, 2)
-    return found
+                for name, client in clients.items():
+                    started = time.perf_counter()
+                    client.get_object(Bucket=BUCKET, Key=f"object-{size}", Range="bytes=1000-19000")["Body"].read()
+                    walls[name][size].append(time.perf_counter() - started)
+    return {
+        name: {f"{size}_bytes_p50_ms": round(statistics.median(times) * 1000, 2) for size, times in sizes.items()}
+        for name, sizes in walls.items()
+    }
 
 
 def main() -> None:

@@ -263,7 +263,7 @@ def _cold_on_moto(
     changed = repositories.documents.records[(KB_ID, doc_id)]
     from bench.environment import moto_server
 
-    with moto_server() as url:
+    with moto_server(local_patches=True) as url:  # the moto `serve` runs (ranged GETs read the range)
         client = boto3.client("s3", endpoint_url=url, region_name="us-east-1")
         client.create_bucket(Bucket=MOTO_BUCKET)
         store = BodyStore(lambda: client, MOTO_BUCKET)

@@ -97,3 +97,74 @@ def test_a_prefix_listing_answers_as_moto_does(stack):
     patched = listings()
     with unpatched("s3.listing"):
         assert listings() == patched
+
+
+class _ReadCounter:
+    """A stored object's buffer that counts the bytes read from it."""
+
+    def __init__(self, buffer: Any) -> None:
+        self.buffer, self.read_bytes = buffer, 0
+
+    def read(self, size: int = -1) -> bytes:
+        data = self.buffer.read(size)
+        self.read_bytes += len(data)
+        return data
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.buffer, name)
+
+
+def _stored_key(bucket: str, key: str) -> Any:
+    from moto.s3.models import s3_backends
+
+    return s3_backends["123456789012"]["aws"].get_object(bucket, key)
+
+
+_RANGES = [
+    "bytes=0-0",
+    "bytes=10-19",
+    "bytes=100-",
+    "bytes=990-5000",
+    "bytes=-30",
+    "bytes=5-2",
+    "bytes=0-1,5-6",
+    "x=1-2",
+]
+
+
+def test_a_one_range_get_reads_only_the_range_and_answers_as_moto_does(stack):
+    """`s3.ranges`: the slice is read from the stored bytes, not the whole object; every range form
+    (and a range past the end, and a versioned read) answers what moto's own code answers."""
+    s3, bucket = aws.client("s3"), stack.environment["SOURCES_BUCKET"]
+    body = bytes(range(256)) * 4  # 1,024 bytes
+    first = s3.put_object(Bucket=bucket, Key="kb/ranged.bin", Body=body)["VersionId"]
+    s3.put_object(Bucket=bucket, Key="kb/ranged.bin", Body=body[::-1])
+
+    key = _stored_key(bucket, "kb/ranged.bin")
+    counter = key._value_buffer = _ReadCounter(key._value_buffer)
+    got = s3.get_object(Bucket=bucket, Key="kb/ranged.bin", Range="bytes=100-149")
+    assert got["Body"].read() == body[::-1][100:150]
+    assert got["ContentRange"] == "bytes 100-149/1024" and got["ContentLength"] == 50
+    assert counter.read_bytes == 50
+
+    def answers() -> list[Any]:
+        found: list[Any] = []
+        for version in ({}, {"VersionId": first}):
+            for spec in _RANGES:
+                try:
+                    got = s3.get_object(Bucket=bucket, Key="kb/ranged.bin", Range=spec, **version)
+                    found.append(
+                        (spec, got["ResponseMetadata"]["HTTPStatusCode"], got.get("ContentRange"), got["Body"].read())
+                    )
+                except s3.exceptions.ClientError as error:
+                    found.append((spec, error.response["Error"]["Code"]))
+            try:
+                s3.get_object(Bucket=bucket, Key="kb/ranged.bin", Range="bytes=2000-2001", **version)
+            except s3.exceptions.ClientError as error:
+                found.append(("past the end", error.response["Error"]["Code"]))
+        return found
+
+    patched = answers()
+    assert ("past the end", "InvalidRange") in patched
+    with unpatched("s3.ranges"):
+        assert answers() == patched
