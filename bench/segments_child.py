@@ -64,7 +64,7 @@ def record_for(index: Any, doc_id: str) -> Any:
     """A current record of a document as the index holds it (validation then accepts its hits)."""
     from agent_knowledge.records import DocumentRecord
 
-    chunks = index.stored_chunks(doc_id)
+    chunks = index.stored_chunks(doc_id, with_text=False)  # texts would fill the block cache searches use
     return DocumentRecord(
         kb_id="bench", doc_id=doc_id, source_key=doc_id, title=doc_id, status="ready",
         revision=chunks[0].revision if chunks else "r1", title_sha256="", body_sha256="", body_bytes=0, body_key="",

@@ -248,6 +248,15 @@ def _prefetcher() -> ThreadPoolExecutor:
     return ThreadPoolExecutor(max_workers=PREFETCH_THREADS, thread_name_prefix="chunk-text-prefetch")
 
 
+@functools.cache
+def _range_reader_pool() -> ThreadPoolExecutor:
+    """The threads that read one search's missing heads and blocks in parallel, kept: a pool per
+    read started RANGE_THREADS threads for every search that missed the cache. Like the
+    prefetcher, created on first use, never at import. Its tasks read and decode only (none waits
+    on this pool), so a prefetch thread waiting on them cannot deadlock it."""
+    return ThreadPoolExecutor(max_workers=RANGE_THREADS, thread_name_prefix="chunk-text-range")
+
+
 class _File:
     """One segment's text file: a local file, or an object read by ranges."""
 
@@ -442,9 +451,8 @@ class ChunkTexts:
             for call in calls:
                 call()
             return
-        with ThreadPoolExecutor(max_workers=min(RANGE_THREADS, len(calls))) as pool:
-            for done in [pool.submit(call) for call in calls]:
-                done.result()
+        for done in [_range_reader_pool().submit(call) for call in calls]:
+            done.result()
 
     def entries(self, segment_id: str) -> Iterator[tuple[bytes, str]]:
         """Every entry of the segment's file, (digest, text) in document order (merges)."""
