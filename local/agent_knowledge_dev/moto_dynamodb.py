@@ -1,46 +1,7 @@
-"""moto's DynamoDB for the local runner: one request at a time, no growing memory, and less work
-per response. Written for moto 5.2.5 (`moto_pin`); `stack.create_stack` installs it for every moto
-backend in this process (tests, `serve`).
-
-Correctness (kept whatever they cost or save):
-
-- `dynamodb.lock`: moto's DynamoDB is not safe for concurrent requests. A projected read iterated
-  an item's attributes while an UpdateItem on another thread added one ("dictionary changed size
-  during iteration", seen in tests/reliability/test_consistency.py); TransactWriteItems deep-copies
-  the tables it touches and restores the copy when a condition fails, losing a write another thread
-  made in between; conditional writes check, then write, unlocked, so two writers could both win
-  (the index publish and the document writes rely on exactly one winning). One lock around moto's
-  request handler (parsing, backend, response) removes all three; the GIL already ran moto's
-  Python one thread at a time, so little concurrency is lost.
-- `dynamodb.untracked`: every item moto creates, each copy a query returns included, was kept for
-  good in a class-level list (`instances_tracked`, for moto's dashboard), so a long `serve` grew by
-  every copy it ever made. Items are no longer tracked.
-
-Speed (bench/README.md, "moto patches (issue 37)": together with `s3.listing` they buy more than
-10 % of a bulk ingest's CPU; `dynamodb.query`, `dynamodb.item_size` and `s3.listing` grow with the
-table, the item and the bucket, so their share grows with the folder):
-
-- `dynamodb.serialize`: moto serializes every response member by member through the botocore
-  shape model (~50 µs per attribute; a document record carries lists of hundreds of chunk
-  digests). An `AttributeValue` in wire form without binary (which moto base64-codes) is its own
-  serialization: emitted as is.
-- `dynamodb.query`: Query walked every item of the table (`Table.all_items()`), also for one
-  partition or one key of a global secondary index (the indexer's sparse `pending` index). Here a
-  table query starts from its partition, an index query from that index key's items: each table
-  keeps, for each global secondary index with one hash key, the keys of the items that have the
-  index's attributes (built on the first query, added to by PutItem and UpdateItem, dropped when a
-  query meets an entry whose item lost them; rebuilt after PartiQL and transactions). moto's own
-  code still does the rest (conditions, order, pages, filters).
-- `dynamodb.item_size`: moto's `LimitedSizeDict` summed the size of every attribute so far on each
-  insert (quadratic in the attributes); the 400 KB check is made once per item. Same limit, same
-  error.
-- `dynamodb.copy`: a Query deep-copied every item it returns, chunk lists included, before
-  projecting it onto the few attributes asked for, and `Item.project` turned the whole item into
-  JSON once per projected attribute. A projected query copies only what it returns, and a
-  projection of top-level attributes copies just those (nested paths and binary take moto's way).
-
-Answers are unchanged: tests/integration/test_moto_dynamodb.py compares them with moto's own code
-(`moto_pin.unpatched`). Development tooling only; never in the layer.
+"""moto's DynamoDB for the local runner, written for moto 5.2.5 (`moto_pin`): `dynamodb.lock`,
+`dynamodb.untracked`, `dynamodb.serialize`, `dynamodb.query`, `dynamodb.copy`. What each fixes and
+its test: docs/DESIGN.md, "moto's patches"; tests/integration/test_moto_dynamodb.py (answers compared
+with moto's own, `moto_pin.unpatched`). Development tooling only; never in the layer.
 """
 
 from __future__ import annotations
@@ -61,8 +22,6 @@ _INDEX_KEYS = "_agent_knowledge_index_keys"
 # its results because it projects them (every projection builds new items).
 _candidates: contextvars.ContextVar[tuple[Any, list[Any]] | None] = contextvars.ContextVar("candidates", default=None)
 _projecting: contextvars.ContextVar[bool] = contextvars.ContextVar("projecting", default=False)
-# moto's `LimitedSizeDict` limit (DynamoDB's 400 KB, as moto measures it).
-ITEM_SIZE_LIMIT = 405000
 
 
 def _wire_form(value: Any) -> bool:
@@ -177,8 +136,8 @@ def _projects(table: Any, projection_expressions: Any, index_name: str | None) -
 
 
 def _query(self: Any, hash_key: Any, *args: Any, **kwargs: Any) -> Any:
+    """`dynamodb.query`: the items moto's query walks are the partition's or the index key's."""
     index_name = kwargs.get("index_name", args[6] if len(args) > 6 else None)
-    projection_expressions = kwargs.get("projection_expressions", args[5] if len(args) > 5 else None)
     conditions = kwargs.get("hash_key_conditions")
     if index_name:
         items = _index_items(self, index_name, conditions) if any(self.global_indexes) else None
@@ -187,11 +146,20 @@ def _query(self: Any, hash_key: Any, *args: Any, **kwargs: Any) -> Any:
     else:
         items = _partition(self, hash_key) if hash_key is not None else None
     candidates = _candidates.set((self, items) if items is not None else None)
+    try:
+        return _installed["query_next"](self, hash_key, *args, **kwargs)
+    finally:
+        _candidates.reset(candidates)
+
+
+def _query_projecting(self: Any, hash_key: Any, *args: Any, **kwargs: Any) -> Any:
+    """`dynamodb.copy`: a query that projects its results does not copy them first."""
+    index_name = kwargs.get("index_name", args[6] if len(args) > 6 else None)
+    projection_expressions = kwargs.get("projection_expressions", args[5] if len(args) > 5 else None)
     projecting = _projecting.set(_projects(self, projection_expressions, index_name))
     try:
         return _installed["query"](self, hash_key, *args, **kwargs)
     finally:
-        _candidates.reset(candidates)
         _projecting.reset(projecting)
 
 
@@ -244,45 +212,6 @@ def _forgetting(name: str) -> Any:
                 table.__dict__.pop(_INDEX_KEYS, None)
 
     return method
-
-
-def _value_size(value: Any) -> int:
-    """`DynamoType.size()` (what moto counts against a Query page's 1 MB and an item's 400 KB),
-    without building a DynamoType per set member or map value."""
-    kind, member = value.type, value.value
-    if kind == "N":
-        return len(str(member))
-    if kind == "L":
-        return sum(_value_size(item) for item in member)
-    if kind == "M":
-        return sum(len(name.encode("utf-8")) + _value_size(item) for name, item in member.items())
-    if kind == "NS":
-        return sum(len(str(item)) for item in member)
-    if kind in {"SS", "BS"}:
-        return sum(len(item if isinstance(item, bytes) else item.encode("utf-8")) for item in member)
-    if isinstance(member, bool):
-        return 1
-    return len(member if isinstance(member, bytes) else member.encode("utf-8"))
-
-
-def _item_size(self: Any) -> int:
-    return sum(len(name.encode("utf-8")) + _value_size(value) for name, value in self.attrs.items())
-
-
-def _item_init(self: Any, hash_key: Any, range_key: Any, attrs: dict[str, Any]) -> None:
-    """`Item.__init__` with the 400 KB check made once for the whole item: moto's `LimitedSizeDict`
-    summed the size of every attribute so far on each insert (quadratic in the attributes, and a
-    document record carries long chunk lists). Same limit, same error."""
-    from moto.dynamodb.exceptions import ItemSizeTooLarge
-    from moto.dynamodb.models.dynamo_type import DynamoType, LimitedSizeDict
-
-    self.hash_key = hash_key
-    self.range_key = range_key
-    values = {key: DynamoType(value) for key, value in attrs.items()}
-    if sum(len(key.encode("utf-8")) + _value_size(value) for key, value in values.items()) > ITEM_SIZE_LIMIT:
-        raise ItemSizeTooLarge
-    self.attrs = LimitedSizeDict.__new__(LimitedSizeDict)
-    dict.update(self.attrs, values)
 
 
 def _binary(value: Any) -> bool:
@@ -344,7 +273,9 @@ def install() -> None:
 
     replace("dynamodb.lock", DynamoHandler, "call_action", call_action)
     replace("dynamodb.serialize", JSONSerializer, "_serialize_type_structure", _serialize_structure)
-    replace("dynamodb.query", table.Table, "query", _query)  # also what `dynamodb.copy` needs
+    replace("dynamodb.copy", table.Table, "query", _query_projecting)
+    _installed["query_next"] = table.Table.query  # `_query_projecting`, unless the bench skips it
+    replace("dynamodb.query", table.Table, "query", _query)
     for owner, name, replacement in (
         (table.Table, "all_items", _all_items),
         (table.Table, "put_item", _put_item),
@@ -354,7 +285,5 @@ def install() -> None:
     for name in ("execute_statement", "execute_transaction", "batch_execute_statement"):
         _installed[name] = getattr(DynamoDBBackend, name)
         replace("dynamodb.query", DynamoDBBackend, name, _forgetting(name))
-    replace("dynamodb.copy", table, "copy", _TableCopy())
+    replace("dynamodb.copy", table, "copy", _TableCopy())  # what `_query_projecting` switches
     replace("dynamodb.copy", Item, "project", _project)
-    replace("dynamodb.item_size", Item, "size", _item_size)
-    replace("dynamodb.item_size", Item, "__init__", _item_init)

@@ -2,9 +2,9 @@
 for moto 5.2.5 (`moto_pin`). What each replacement fixes, and the test of each: docs/DESIGN.md,
 "moto's patches"; tests/integration/test_moto_sqs.py. Development tooling only; never in the layer.
 
-moto keeps a queue's messages in one list (`Queue._messages`, kept here, in send order) and walks
-all of it, asking each message for the time, on every send, receive, delete and visibility change:
-O(N²) over a bulk load. Nothing is locked either (lost and twice-delivered messages).
+moto keeps a queue's messages in one list (`Queue._messages`, kept here, in send order) and walked
+all of it, asking each message for the time, on every send, receive and delete: O(N²) over a bulk
+load. Nothing was locked either (lost and twice-delivered messages).
 """
 
 from __future__ import annotations
@@ -26,31 +26,6 @@ _LOCK = threading.Condition(threading.RLock())
 _installed: dict[str, Any] = {}
 
 
-class _State:
-    """Per queue: every receipt handle of a message in `_messages` → the message, and the FIFO
-    deduplication keys sent in the last five minutes → their send time (oldest first)."""
-
-    def __init__(self, queue: Any, deduplication: dict[tuple[str | None, str], float]) -> None:
-        self.messages: list[Any] = queue._messages
-        self.handles = {handle: m for m in self.messages for handle in m.all_receipt_handles if handle}
-        self.deduplication = deduplication
-
-
-def _state(queue: Any) -> _State:
-    state = queue.__dict__.get("_ak_sqs")
-    if state is None or state.messages is not queue._messages:  # new, or the list was replaced (purge)
-        state = queue.__dict__["_ak_sqs"] = _State(queue, state.deduplication if state else {})
-    return state
-
-
-def _drop(queue: Any, message: Any) -> None:
-    state = _state(queue)
-    queue._messages.remove(message)  # oldest first: found near the front
-    queue._pending_messages.discard(message)
-    for handle in message.all_receipt_handles:
-        state.handles.pop(handle, None)
-
-
 class _Attributes(Mapping[str, Any]):
     """`Queue.attributes`, each value computed when read: moto built them all, three walks of the
     messages for the counts included, twice per SendMessage (to learn ContentBasedDeduplication)."""
@@ -59,7 +34,8 @@ class _Attributes(Mapping[str, Any]):
         self.queue = queue
         names = queue.BASE_ATTRIBUTES + (queue.FIFO_ATTRIBUTES if queue.fifo_queue else [])
         names += queue.KMS_ATTRIBUTES if queue.kms_master_key_id else []
-        self.names = [n for n in names if (n != "Policy" or queue.policy) and (n != "RedrivePolicy" or queue.redrive_policy)]
+        absent = {"Policy": not queue.policy, "RedrivePolicy": not queue.redrive_policy}
+        self.names = [name for name in names if not absent.get(name)]
 
     def __getitem__(self, name: str) -> Any:
         from moto.core.utils import camelcase_to_underscores
@@ -87,7 +63,8 @@ def _add_message(self: Any, message: Any) -> None:
     event source mappings are not run (the local runner has its own, `event_sources.py`)."""
     with _LOCK:
         if self.fifo_queue and message.deduplication_id:
-            remembered, sent = _state(self).deduplication, float(message.sent_timestamp)
+            remembered = vars(self).setdefault("_agent_knowledge_deduplication", {})  # key → sent at, oldest first
+            sent = float(message.sent_timestamp)
             while remembered and sent - next(iter(remembered.values())) >= DEDUPLICATION_SECONDS * 1000:
                 del remembered[next(iter(remembered))]
             key = (message.group_id if self.deduplication_scope == "messageGroup" else None, message.deduplication_id)
@@ -99,27 +76,29 @@ def _add_message(self: Any, message: Any) -> None:
 
 
 def _delete_message(self: Any, receipt_handle: str) -> None:
-    """By a receipt handle index instead of a walk of every message and every handle it had."""
+    """moto's, locked, looking among the messages in flight first (moto walked every message and
+    built the list of every handle each had); the whole queue only for a handle not found there."""
     from moto.sqs.exceptions import ReceiptHandleIsInvalid
 
     with _LOCK:
         if receipt_handle in self.deleted_messages:
             return  # deleted already: SQS accepts it again
-        message = _state(self).handles.get(receipt_handle)
+        found = (m for messages in (self._pending_messages, self._messages) for m in messages)
+        message = next((m for m in found if m.had_receipt_handle(receipt_handle)), None)
         if message is None:
             raise ReceiptHandleIsInvalid()
-        _drop(self, message)
+        self._messages.remove(message)  # oldest first: found near the front
+        self._pending_messages.discard(message)
         self.deleted_messages.update(handle for handle in message.all_receipt_handles if handle)
 
 
-def _take(backend: Any, queue: Any, count: int, visibility_timeout: int, attribute_names: list[str]) -> list[Any]:
+def _take(queue: Any, count: int, visibility_timeout: int, attribute_names: list[str]) -> list[Any]:
     """moto's receive walk with one clock reading, stopping at `count`. A FIFO group is held while
     any of its messages is in flight, and a group's messages go in send order: one that is not
     receivable holds the rest of its group back (moto's walk skipped it and went on)."""
     now, taken, to_back = time.time() * 1000.0, [], []
     pending = queue._pending_messages
-    for message in [m for m in pending if now > m.visible_at]:
-        pending.discard(message)  # its visibility timeout ran out
+    pending.difference_update([m for m in pending if now > m.visible_at])  # visibility timeout ran out
     held = {m.group_id for m in pending} if queue.fifo_queue else set()
     policy = queue.redrive_policy if queue.dead_letter_queue is not None else None
     for message in list(queue._messages):
@@ -130,14 +109,13 @@ def _take(backend: Any, queue: Any, count: int, visibility_timeout: int, attribu
                 held.add(message.group_id)
             continue
         if policy and message.approximate_receive_count >= policy["maxReceiveCount"]:
-            _drop(queue, message)  # to the dead-letter queue, never deduplicated there
+            queue._messages.remove(message)  # to the dead-letter queue, never deduplicated there
             queue.dead_letter_queue._messages.append(message)
             continue
         if int(queue.message_retention_period) + message.sent_timestamp / 1000 <= now / 1000:
-            _drop(queue, message)  # past the retention period (moto stopped the receive there)
+            queue._messages.remove(message)  # past the retention period (moto stopped the receive there)
             continue
         message.mark_received(visibility_timeout=visibility_timeout)
-        _state(queue).handles[message.receipt_handle] = message
         if visibility_timeout:
             pending.add(message)
         elif not queue.fifo_queue:
@@ -159,31 +137,11 @@ def _receive_message(
     deadline = time.monotonic() + (wait_seconds_timeout or 0)
     with _LOCK:
         while True:
-            result = _take(self, queue, count, visibility_timeout, message_attribute_names or [])
+            result = _take(queue, count, visibility_timeout, message_attribute_names or [])
             remaining = deadline - time.monotonic()
             if result or remaining <= 0:
                 return result
             _LOCK.wait(min(remaining, _WAIT_STEP_SECONDS))  # releases the lock while it waits
-
-
-def _change_message_visibility(self: Any, queue_name: str, receipt_handle: str, visibility_timeout: int) -> None:
-    """moto's, by the receipt handle index instead of a walk."""
-    from moto.sqs.exceptions import InvalidParameterValue, ReceiptHandleIsInvalid
-
-    queue = self.get_queue(queue_name)
-    with _LOCK:
-        message = _state(queue).handles.get(receipt_handle)
-        if message is None:
-            raise ReceiptHandleIsInvalid
-        if time.time() * 1000 + int(visibility_timeout) * 1000 - message.sent_timestamp > 43200 * 1000:
-            raise InvalidParameterValue(
-                f"Value {visibility_timeout} for parameter VisibilityTimeout is invalid. Reason: Total "
-                "VisibilityTimeout for the message is beyond the limit [43200 seconds]"
-            )
-        message.change_visibility(visibility_timeout)
-        if not visibility_timeout:
-            queue._pending_messages.discard(message)
-        _LOCK.notify_all()
 
 
 def install() -> None:
@@ -195,19 +153,17 @@ def install() -> None:
     replace("sqs.untracked", models.Message, "instances_tracked", Untracked())
     if _installed:
         return
-    _installed.update(filter_message_attributes=models._filter_message_attributes)
-    call_action = SQSResponse.call_action
+    _installed.update(filter_message_attributes=models._filter_message_attributes, call=SQSResponse.call_action)
 
-    def locked_call_action(self: Any) -> Any:
+    def call_action(self: Any) -> Any:  # every request, one at a time (receives wait without the lock)
         with _LOCK:
-            return call_action(self)
+            return _installed["call"](self)
 
     for owner, name, replacement in (
-        (SQSResponse, "call_action", locked_call_action),
+        (SQSResponse, "call_action", call_action),
         (models.Queue, "attributes", property(_Attributes)),
         (models.Queue, "add_message", _add_message),
         (models.Queue, "delete_message", _delete_message),
         (models.SQSBackend, "receive_message", _receive_message),
-        (models.SQSBackend, "change_message_visibility", _change_message_visibility),
     ):
         replace("sqs.queue", owner, name, replacement)
