@@ -1,7 +1,5 @@
-"""moto's DynamoDB for the local runner, written for moto 5.2.5 (`moto_pin`): `dynamodb.lock`,
-`dynamodb.untracked`, `dynamodb.serialize`, `dynamodb.query`, `dynamodb.copy`. What each fixes and
-its test: docs/DESIGN.md, "moto's patches"; tests/integration/test_moto_dynamodb.py (answers compared
-with moto's own, `moto_pin.unpatched`). Development tooling only; never in the layer.
+"""moto's DynamoDB for the local runner (moto 5.2.5, `moto_pin`): what each patch fixes: docs/DESIGN.md,
+"moto's patches"; tests/integration/test_moto_dynamodb.py. Development tooling only; never in the layer.
 """
 
 from __future__ import annotations

@@ -1,10 +1,7 @@
-"""moto's SQS for the local runner, thread-safe and linear: `sqs.queue` and `sqs.untracked`, written
-for moto 5.2.5 (`moto_pin`). What each replacement fixes, and the test of each: docs/DESIGN.md,
+"""moto's SQS for the local runner (`sqs.queue`, `sqs.untracked`; moto 5.2.5, `moto_pin`): moto kept a
+queue's messages in one list (kept here, in send order) walked whole, asking each for the time, on every
+send, receive and delete (O(N²) over a bulk load), unlocked. What each replacement fixes: docs/DESIGN.md,
 "moto's patches"; tests/integration/test_moto_sqs.py. Development tooling only; never in the layer.
-
-moto keeps a queue's messages in one list (`Queue._messages`, kept here, in send order) and walked
-all of it, asking each message for the time, on every send, receive and delete: O(N²) over a bulk
-load. Nothing was locked either (lost and twice-delivered messages).
 """
 
 from __future__ import annotations
@@ -32,10 +29,10 @@ class _Attributes(Mapping[str, Any]):
 
     def __init__(self, queue: Any) -> None:
         self.queue = queue
-        names = queue.BASE_ATTRIBUTES + (queue.FIFO_ATTRIBUTES if queue.fifo_queue else [])
-        names += queue.KMS_ATTRIBUTES if queue.kms_master_key_id else []
-        absent = {"Policy": not queue.policy, "RedrivePolicy": not queue.redrive_policy}
-        self.names = [name for name in names if not absent.get(name)]
+        names = queue.BASE_ATTRIBUTES + queue.FIFO_ATTRIBUTES * queue.fifo_queue
+        present = {"Policy": queue.policy, "RedrivePolicy": queue.redrive_policy}
+        names += queue.KMS_ATTRIBUTES * bool(queue.kms_master_key_id)
+        self.names = [name for name in names if present.get(name, True)]
 
     def __getitem__(self, name: str) -> Any:
         from moto.core.utils import camelcase_to_underscores
