@@ -1,11 +1,12 @@
 """The one moto version the local patches were written against (5.2.5): they replace moto
 internals, which change between releases without notice. The patches, one module per service:
-`moto_dynamodb` (`dynamodb.lock`, `dynamodb.untracked`, `dynamodb.serialize`, `dynamodb.copy`),
-`moto_sqs` (`sqs.queue`, `sqs.untracked`) and `moto_s3` (`s3.events`); each installs through
+`moto_dynamodb` (`dynamodb.lock`, `dynamodb.untracked`, `dynamodb.serialize`, `dynamodb.query`,
+`dynamodb.copy`), `moto_sqs` (`sqs.queue`, `sqs.untracked`) and `moto_s3` (`s3.events`, `s3.listing`);
+the list, what each fixes and its test: docs/DESIGN.md, "moto's patches". Each installs through
 `replace`, so that a test can run moto's own code beside it (`unpatched`) and the benchmark can
 leave it out (`SKIP_VARIABLE`, bench/moto_patches.py). On an upgrade: re-read what each replaces
-(`python -m bench.moto_patches count` lists it), run tests/integration/test_moto_*.py (each also
-shows the defect in moto's own code, so a fixed defect fails its test: drop that patch), and
+(`python -m bench.moto_patches count` lists it), run tests/integration/test_moto_*.py (most also
+show the defect in moto's own code, so a fixed defect fails its test: drop that patch), and
 re-measure (bench/README.md, "moto patches (issue 37)").
 
 The pin itself lives in one place, pyproject.toml (`moto[...]==X.Y.Z`); this module reads it from
