@@ -1,7 +1,8 @@
 """The one moto version the local patches were written against (5.2.5): they replace moto
 internals, which change between releases without notice. The patches, one module per service:
 `moto_dynamodb` (`dynamodb.lock`, `dynamodb.untracked`, `dynamodb.serialize`, `dynamodb.query`,
-`dynamodb.copy`), `moto_sqs` (`sqs.queue`, `sqs.untracked`) and `moto_s3` (`s3.events`, `s3.listing`);
+`dynamodb.copy`), `moto_sqs` (`sqs.queue`, `sqs.untracked`) and `moto_s3` (`s3.events`, `s3.listing`,
+`s3.ranges`);
 the list, what each fixes and its test: docs/DESIGN.md, "moto's patches". Each installs through
 `replace`, so that a test can run moto's own code beside it (`unpatched`) and the benchmark can
 leave it out (`SKIP_VARIABLE`, bench/moto_patches.py). On an upgrade: re-read what each replaces
