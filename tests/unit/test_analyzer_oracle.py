@@ -140,17 +140,24 @@ def test_normalized_words_are_the_analyzers_however_often_they_were_seen(calls: 
 
 
 def oracle_cjk_spans(text: str, terms: frozenset[str]) -> list[tuple[int, int]]:
-    """Every position checked against every term, then overlapping matches merged."""
-    covered = sorted(
-        (start, start + len(term)) for term in terms for start in range(len(text)) if text.startswith(term, start)
-    )
-    spans: list[tuple[int, int]] = []
-    for start, end in covered:
-        if spans and start < spans[-1][1]:
-            spans[-1] = (spans[-1][0], max(end, spans[-1][1]))
-        else:
-            spans.append((start, end))
-    return spans
+    """Every position checked against every term; occurrences that overlap (share a character),
+    directly or through others, are one span: the groups of the overlap relation, found by
+    repeated joining rather than by the product's sweep."""
+    groups = [
+        [(start, start + len(term))] for term in terms for start in range(len(text)) if text.startswith(term, start)
+    ]
+    joined = True
+    while joined:
+        joined = False
+        for first in range(len(groups)):
+            for second in range(first + 1, len(groups)):
+                if any(a < d and c < b for a, b in groups[first] for c, d in groups[second]):
+                    groups[first] += groups.pop(second)
+                    joined = True
+                    break
+            if joined:
+                break
+    return sorted((min(a for a, _ in group), max(b for _, b in group)) for group in groups)
 
 
 _HAN = "配置文件权限的和一"
